@@ -1,0 +1,66 @@
+import type { Review } from './review.js';
+
+/** A record of a page that failed validation: kept apart so one bad record never fails its page. */
+export interface Reject {
+  /** Review id when it could be read (for the dead-letter key), otherwise null. */
+  id: string | null;
+  /** Why it failed, without personal data (zod issue paths and codes, never values). */
+  reason: string;
+  /** The raw record as received, for the dead-letter topic. */
+  raw: unknown;
+}
+
+/** One page of the listing as the bridge sees it. */
+export interface Page {
+  /** The cursor this page was fetched with (null for the first page). */
+  cursor: string | null;
+  /** Cursor of the next page, or null when this was the last one. */
+  nextCursor: string | null;
+  /** The valid reviews of this page. */
+  reviews: Review[];
+  /** The records of this page that failed validation. */
+  rejects: Reject[];
+}
+
+/** Which kind of pass issues a request; incremental polls get priority in the rate limiter. */
+export type PassKind = 'incremental' | 'sweep';
+
+/** What a pass asks the upstream for. */
+export interface ListOptions {
+  /** Lower bound of `updated_date` in milliseconds (converted to the configured unit); omitted for a full sweep. */
+  updatedSince?: number;
+  /** Start cursor (resume a sweep); omitted to start from the beginning. */
+  cursor?: string | null;
+  /** Who asks: decides the rate-limiter priority. */
+  kind: PassKind;
+  /** Aborts waiting and in-flight requests (graceful shutdown). */
+  signal?: AbortSignal;
+}
+
+/** The bridge's only window on the upstream: the poller depends on this, not on HTTP details. */
+export interface ReviewSource {
+  /** Pages of the listing, fetched lazily; throws an UpstreamError when retries are exhausted. */
+  pages(options: ListOptions): AsyncIterable<Page>;
+  /** Fetches (or reuses) a token; throws when the credentials are refused (readiness probe). */
+  checkCredentials(): Promise<void>;
+  /** Releases the connection pool. */
+  close(): Promise<void>;
+}
+
+/** Callbacks the upstream client fires so that metrics live outside its logic. All optional. */
+export interface UpstreamHooks {
+  /** One HTTP request finished (status 0 for a connection error). */
+  onRequest?(endpoint: 'token' | 'reviews', status: number, durationSeconds: number): void;
+  /** The upstream throttled us (503 or 429). */
+  onThrottled?(status: number, retryAfterSeconds: number | null): void;
+  /** A request is retried; reason is a short bounded word such as 'status_503', 'timeout', 'truncated'. */
+  onRetry?(endpoint: 'token' | 'reviews', reason: string): void;
+  /** A token was fetched; outcome 'ok', 'unauthorized', 'error'. */
+  onTokenRefresh?(outcome: 'ok' | 'unauthorized' | 'error'): void;
+  /** Time a request waited in the rate limiter before it was sent. */
+  onLimiterWait?(kind: PassKind, seconds: number): void;
+  /** A record failed validation. */
+  onReject?(reason: string): void;
+  /** A status value outside the known set was seen (counted, accepted). */
+  onUnknownStatus?(field: string): void;
+}
