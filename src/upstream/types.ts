@@ -20,6 +20,11 @@ export interface Page {
   reviews: Review[];
   /** The records of this page that failed validation. */
   rejects: Reject[];
+  /**
+   * When the request for this page was sent (ms since epoch). Pages may be prefetched, so the bridge needs the
+   * fetch time, not the time it gets the page, to know which of two reads of an unchanged updated_date is newer.
+   */
+  fetchedAt: number;
 }
 
 /** Which kind of pass issues a request; incremental polls get priority in the rate limiter. */

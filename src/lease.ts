@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { AccountKeys, BridgeRedis } from './redis.js';
+
+// One active poller per account: replicas compete for a lease in Redis. The lease carries an epoch that grows
+// with every new holder; commits are fenced by it, so a leader that paused past its lease cannot write.
+
+/** This replica's view of the account's lease. */
+export class Lease {
+  /** Identifies this process among the replicas (visible in `status`). */
+  readonly holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private epoch = 0;
+  private renewedAt = 0;
+
+  constructor(
+    private readonly redis: BridgeRedis,
+    private readonly keys: AccountKeys,
+    private readonly ttlMs: number,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /**
+   * Acquires or renews. Resolves the epoch this replica leads under, or 0 when another replica leads. A Redis
+   * error counts as leading only while the last renewal is younger than the ttl (nobody else can hold it yet).
+   */
+  async renew(): Promise<number> {
+    try {
+      const epoch = await this.redis.bridgeLeaseAcquire(this.keys.lease, this.keys.epoch, this.holder, this.ttlMs);
+      this.epoch = epoch;
+      if (epoch > 0) this.renewedAt = this.clock();
+      return epoch;
+    } catch (err) {
+      if (this.epoch > 0 && this.clock() - this.renewedAt < this.ttlMs) return this.epoch;
+      this.epoch = 0;
+      throw err;
+    }
+  }
+
+  /** The epoch held now (0 when not leading). */
+  current(): number {
+    return this.epoch > 0 && this.clock() - this.renewedAt < this.ttlMs ? this.epoch : 0;
+  }
+
+  /** Gives the lease up so a standby takes over without waiting for the ttl. */
+  async release(): Promise<void> {
+    if (this.epoch > 0) await this.redis.bridgeLeaseRelease(this.keys.lease, this.holder);
+    this.epoch = 0;
+  }
+}
+
+/** Who holds an account's lease, for `status` and tests. */
+export async function leaseHolder(
+  redis: BridgeRedis,
+  keys: AccountKeys,
+): Promise<{ holder: string; epoch: number; ttlMs: number } | null> {
+  const [value, ttl] = await Promise.all([redis.get(keys.lease), redis.pttl(keys.lease)]);
+  if (!value) return null;
+  const at = value.lastIndexOf('|');
+  return { holder: value.slice(0, at), epoch: Number(value.slice(at + 1)), ttlMs: ttl };
+}
