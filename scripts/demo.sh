@@ -28,11 +28,12 @@ bash scripts/services.sh up
 # shellcheck disable=SC1090
 source "$SERVICES_ENV_FILE"
 
-TSX="$ROOT/node_modules/.bin/tsx"
+# node --import tsx runs TypeScript in this very process, so a signal to the pid reaches the program itself.
+TSX="node --import tsx"
 SIM_PORT="${SIM_PORT:-18080}"
 if [[ -z "${UPSTREAM_BASE_URL:-}" ]]; then
   say "starting the upstream simulator with $DEMO_REVIEWS reviews (10 requests/s limit, like the real service)"
-  "$TSX" src/cli.ts simulate --port "$SIM_PORT" --reviews "$DEMO_REVIEWS" --malformed-rate 0.001 >"$RUN/simulator.log" 2>&1 &
+  $TSX src/cli.ts simulate --port "$SIM_PORT" --reviews "$DEMO_REVIEWS" --malformed-rate 0.001 >"$RUN/simulator.log" 2>&1 &
   pids+=($!)
   export UPSTREAM_BASE_URL="http://127.0.0.1:$SIM_PORT" UPSTREAM_CLIENT_ID=demo-client UPSTREAM_CLIENT_SECRET=demo-secret
   for _ in $(seq 100); do curl -fs -o /dev/null -X POST -u demo-client:demo-secret "$UPSTREAM_BASE_URL/oauth2/token?grant_type=client_credentials" && break; sleep 0.2; done
@@ -41,17 +42,17 @@ fi
 
 export BRIDGE_ACCOUNT="${BRIDGE_ACCOUNT:-demo-$(date +%s)}" POLL_INTERVAL_MS="${POLL_INTERVAL_MS:-2000}" POLL_OVERLAP_MS="${POLL_OVERLAP_MS:-60000}" HTTP_PORT="${HTTP_PORT:-19464}" HTTP_HOST=127.0.0.1
 say "starting the bridge (account $BRIDGE_ACCOUNT; metrics on http://127.0.0.1:$HTTP_PORT/metrics; log in $RUN/bridge.log)"
-"$TSX" src/cli.ts run >"$RUN/bridge.log" 2>&1 &
+$TSX src/cli.ts run >"$RUN/bridge.log" 2>&1 &
 pids+=($!)
 say "watching the topics with a real consumer"
-"$TSX" scripts/watch-events.ts &
+$TSX scripts/watch-events.ts &
 pids+=($!)
 
 for _ in $(seq 300); do
-  "$TSX" src/cli.ts status 2>/dev/null | grep -q '"initialLoadDone": true' && break
+  $TSX src/cli.ts status 2>/dev/null | grep -q '"initialLoadDone": true' && break
   sleep 1
 done
-say "initial load done: $("$TSX" src/cli.ts status | grep -E 'snapshotReviews|watermark' | tr -d '\n ')"
+say "initial load done: $($TSX src/cli.ts status | grep -E 'snapshotReviews|watermark' | tr -d '\n ')"
 
 if [[ -n "${SIMULATED:-}" ]]; then
   ctl() { curl -fs -X "$1" -H 'content-type: application/json' -d "${3:-{\}}" "$UPSTREAM_BASE_URL/_control$2" >/dev/null; }
@@ -62,7 +63,7 @@ if [[ -n "${SIMULATED:-}" ]]; then
   ctl PATCH /reviews/15 '{"comments":"edited in the demo: invisible to incremental polls","rating":2}'
   sleep 6
   say "asking for a reconciliation sweep (catches the edit of review 15)"
-  "$TSX" src/cli.ts sweep
+  $TSX src/cli.ts sweep
 fi
 
 end=$((SECONDS + DEMO_SECONDS))
@@ -71,6 +72,6 @@ while ((SECONDS < end)); do
   if [[ -n "${SIMULATED:-}" ]]; then ctl POST "/reviews/$((RANDOM % DEMO_REVIEWS + 1))/status" '{"pwr":"REJECTED"}'; fi
 done
 say "status"
-"$TSX" src/cli.ts status
+$TSX src/cli.ts status
 say "a few metrics"
 curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | grep -E '^reviews_bridge_(events_published_total|reviews_processed_total|dead_letter_records_total|status_transitions_total|passes_total|watermark_lag_seconds)' | head -30

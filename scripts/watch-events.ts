@@ -5,15 +5,28 @@ const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:39092').split(',');
 const topics = (process.env.WATCH_TOPICS ?? 'review.created,review.status_changed,review.updated,review.dead_letter').split(',');
 const kafka = new Kafka({ clientId: 'demo-watch', brokers, logLevel: logLevel.NOTHING });
 const consumer = kafka.consumer({ groupId: `demo-watch-${Date.now()}`, sessionTimeout: 6_000, heartbeatInterval: 500, maxWaitTimeInMs: 100 });
+// Topics are shared by every run against the same broker; show only this bridge's events.
+const account = process.env.BRIDGE_ACCOUNT;
+const source = process.env.EVENT_SOURCE ?? (account ? `urn:reviews-bridge:${account}` : undefined);
 const counts = new Map<string, number>();
 let quietCreated = 0;
+let existing = new Set<string>();
 
+// The bridge creates its topics when it starts; wait for them rather than fail.
+const admin = kafka.admin();
+await admin.connect();
+while (!topics.every((t) => existing.has(t))) {
+  existing = new Set(await admin.listTopics());
+  if (!topics.every((t) => existing.has(t))) await new Promise((r) => setTimeout(r, 500));
+}
+await admin.disconnect();
 await consumer.connect();
 await consumer.subscribe({ topics, fromBeginning: true });
 await consumer.run({
   eachMessage: async ({ topic, message }) => {
-    counts.set(topic, (counts.get(topic) ?? 0) + 1);
     const value = JSON.parse(message.value?.toString('utf8') ?? '{}');
+    if (source && (value.source ?? `urn:reviews-bridge:${value.account}`) !== source) return;
+    counts.set(topic, (counts.get(topic) ?? 0) + 1);
     if (topic.endsWith('dead_letter')) {
       console.log(`[dead-letter]     key=${message.key?.toString() ?? '-'} reason=${value.reason}`);
       return;

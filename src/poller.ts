@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { diffReview } from './diff.js';
 import type { Detection, ReviewEvent } from './events.js';
@@ -48,6 +49,9 @@ export interface SweepRun {
 // Unchanged pages of a sweep commit their cursor at most this often: re-reading a few unchanged pages after a
 // crash is harmless, and skipping the write keeps the unchanged path to one Redis round trip a page.
 const CURSOR_COMMIT_INTERVAL_MS = 1_000;
+
+// A record dead-lettered once is not sent again for a day (a daily sweep sends it again while it stays bad).
+const DEAD_LETTER_MEMORY_SECONDS = 86_400;
 
 /** Runs incremental polls and sweeps for one account under a lease epoch. */
 export class Poller {
@@ -161,11 +165,13 @@ export class Poller {
       events.push(...result.events);
     }
     const now = this.clock();
-    const deadLetters: DeadLetter[] = page.rejects.map((reject) => ({ reject, pass: kind, detectedAt: now }));
-    for (const dl of deadLetters) {
-      // Logged without the record: it may hold personal data. The dead-letter topic keeps it for operators.
-      this.deps.logger.warn({ reviewId: dl.reject.id, reason: dl.reject.reason }, 'record failed validation');
-    }
+    // The upstream client has logged each reject (id and reason only); the dead-letter topic keeps the record,
+    // once per distinct record and day rather than once per poll that happens to re-read it.
+    const digests = page.rejects.map((r) => createHash('sha1').update(JSON.stringify(r.raw) ?? 'undefined').digest('hex'));
+    const unseen = await this.deps.store.unseenDeadLetters(digests);
+    const deadLetters: DeadLetter[] = page.rejects
+      .filter((_, i) => unseen.has(digests[i]!))
+      .map((reject) => ({ reject, pass: kind, detectedAt: now }));
 
     if (events.length > 0 || deadLetters.length > 0) {
       const t0 = performance.now();
@@ -178,6 +184,7 @@ export class Poller {
     if (mustCommit) {
       await this.commit(epoch, [...writes.entries()], sweep ? { sweep: { ...sweep } } : {});
     }
+    if (unseen.size > 0) await this.deps.store.rememberDeadLetters(unseen, DEAD_LETTER_MEMORY_SECONDS);
     this.record(page, events, deadLetters, detection, summary);
     return mustCommit;
   }

@@ -25,6 +25,9 @@ function kafkaLogger(logger: Logger) {
   return () =>
     ({ level, log }: LogEntry) => {
       const { message, ...extra } = log;
+      // Retries are bounded on purpose (a Kafka outage must fail the pass, not hang it); duplicates that this
+      // could cause after a timeout carry the same event id, so the warning kafkajs gives about it is noise here.
+      if (message.startsWith('Limiting retries for the idempotent producer')) return;
       const child = { component: 'kafkajs', broker: extra.broker, error: extra.error };
       if (level === logLevel.ERROR) logger.error(child, message);
       else if (level === logLevel.WARN) logger.warn(child, message);
@@ -45,13 +48,11 @@ export function kafkaOptions(config: BridgeConfig['kafka'], logger: Logger): Kaf
   };
   if (config.sasl) {
     const { mechanism, username, password } = config.sasl;
-    const pw = readSecret(password);
-    options.sasl =
-      mechanism === 'plain'
-        ? { mechanism, username, password: pw }
-        : mechanism === 'scram-sha-256'
-          ? { mechanism, username, password: pw }
-          : { mechanism, username, password: pw };
+    const secret = readSecret(password);
+    // kafkajs types each mechanism separately, so the union has to be narrowed case by case.
+    if (mechanism === 'plain') options.sasl = { mechanism, username, password: secret };
+    else if (mechanism === 'scram-sha-256') options.sasl = { mechanism, username, password: secret };
+    else options.sasl = { mechanism, username, password: secret };
   }
   return options;
 }

@@ -39,6 +39,7 @@ export function accountKeys(prefix: string, account: string) {
     checkpoint: `${base}:checkpoint`,
     count: `${base}:count`,
     sweepRequest: `${base}:sweep-request`,
+    deadLettered: (digest: string) => `${base}:dlq:${digest}`,
     bucket: (bucket: number) => `${base}:s:${bucket}`,
     bucketPattern: `${base}:s:*`,
   };

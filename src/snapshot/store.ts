@@ -122,6 +122,25 @@ export class SnapshotStore {
     return Number((await this.redis.get(this.keys.count)) ?? 0);
   }
 
+  /**
+   * Which of these bad records (by digest) were not dead-lettered recently. Polls re-read a bad record for as
+   * long as it stays in the overlap window; without this the dead-letter topic would get a copy every poll.
+   */
+  async unseenDeadLetters(digests: readonly string[]): Promise<Set<string>> {
+    if (digests.length === 0) return new Set();
+    const pipeline = this.redis.pipeline();
+    for (const d of digests) pipeline.exists(this.keys.deadLettered(d));
+    const results = (await pipeline.exec()) ?? [];
+    return new Set(digests.filter((_, i) => results[i]?.[1] === 0));
+  }
+
+  /** Remembers dead-lettered records (after they were published) for `ttlSeconds`. */
+  async rememberDeadLetters(digests: Iterable<string>, ttlSeconds: number): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const d of digests) pipeline.set(this.keys.deadLettered(d), '1', 'EX', ttlSeconds);
+    await pipeline.exec();
+  }
+
   /** Asks the leader for a sweep now (from the CLI or an operator); not fenced, it is only a request. */
   async requestSweep(): Promise<void> {
     await this.redis.set(this.keys.sweepRequest, String(Date.now()));

@@ -166,5 +166,10 @@ describe('bridge end to end', () => {
       expect(String(m.headers['dlq-reason'])).toBe(body.reason);
       expect(String(m.headers['dlq-reason'])).not.toMatch(/@/);
     }
+    // A sweep re-reads the same bad records: they are not dead-lettered a second time.
+    const before = (await b.store.checkpoint()).lastSweepAt;
+    await b.store.requestSweep();
+    await eventually(async () => ((await b.store.checkpoint()).lastSweepAt !== before ? true : undefined), 20_000, 'sweep');
+    expect(await readAll([b.topics.deadLetter], { idleMs: 500, timeoutMs: 10_000 })).toHaveLength(dead.length);
   });
 });

@@ -1,0 +1,111 @@
+// The simulator's public contract. The lead and the upstream-client agent code against these names, so they
+// change only by addition.
+
+/** How the simulated throttle behaves; null anywhere it is accepted disables throttling. */
+export interface RateLimitOptions {
+  /** Sustained requests per second the bucket refills at. */
+  rps: number;
+  /** Bucket capacity; defaults to rps (one second worth of requests). */
+  burst?: number;
+  /** Status of a throttled answer: the spec says 503, integrators report 429. */
+  status?: 503 | 429;
+  /** Retry-After value in whole seconds; undefined = computed from the bucket, null = header omitted. */
+  retryAfterSeconds?: number | null;
+}
+
+/** Faults injected into listing answers; all settable at runtime. */
+export interface Faults {
+  /** Fraction (0..1) of listing requests answered with one of errorStatuses. */
+  errorRate: number;
+  /** Statuses an injected error picks from. */
+  errorStatuses: number[];
+  /** Delay added before every token and listing answer. */
+  latencyMs: number;
+  /** Fraction (0..1) of listing answers cut midway (Content-Length of the full body, connection closed). */
+  truncateRate: number;
+  /** Fraction (0..1) of review ids served as malformed records; which ids is fixed by the seed. */
+  malformedRate: number;
+  /** Bytes of filler added to every listed record (field `padding`) to produce oversized bodies. */
+  padBytes: number;
+}
+
+/** Options of startSimulator; every field has a default so `startSimulator()` gives a spec-faithful server. */
+export interface SimulatorOptions {
+  /** Interface to listen on; default 127.0.0.1. */
+  host?: string;
+  /** Port; default 0 = a random free port. */
+  port?: number;
+  /** Seed of the generated data and of the fault dice; default 1. */
+  seed?: number;
+  /** Initial reviews, ids 1..N, generated on the fly; default 1000. */
+  reviewCount?: number;
+  /** Credential with the listing scope; default demo-client / demo-secret. */
+  clientId?: string;
+  clientSecret?: string;
+  /** Credential whose tokens get 403 on the listing; default scopeless-client / scopeless-secret. */
+  scopelessClientId?: string;
+  scopelessClientSecret?: string;
+  /** expires_in of issued tokens; default 3600. */
+  tokenTtlSeconds?: number;
+  /** Throttle; default {rps: 10, status: 503}; null disables. */
+  rateLimit?: RateLimitOptions | null;
+  /** Largest body sent on the wire; default 10 MiB. Above it uncompressed, the body is compressed regardless. */
+  payloadLimitBytes?: number;
+  /** Dotted path of the next-page cursor in the envelope; default 'next_page'. */
+  cursorPath?: string;
+  /** What the last page carries at cursorPath: nothing (default) or an explicit null. */
+  lastPageCursor?: 'absent' | 'null';
+  /** Unit of the updated_date query parameter; default 'ms'. */
+  updatedDateUnit?: 'ms' | 's';
+  /** Comparison of the updated_date filter; default 'gte'. */
+  updatedDateComparison?: 'gte' | 'gt';
+  /** 'always' gzips even when the client did not ask; default 'when-asked'. */
+  compression?: 'when-asked' | 'always' | 'never';
+  /** Initial faults; default none. */
+  faults?: Partial<Faults>;
+}
+
+/** Request counters, for assertions on how a client behaved. */
+export interface SimulatorStats {
+  /** Token and listing requests (control requests are not counted). */
+  requests: number;
+  /** Answers by HTTP status, e.g. {"200": 12, "503": 3}. */
+  byStatus: Record<string, number>;
+  /** Requests refused by the rate limiter. */
+  throttled: number;
+  /** Access tokens issued. */
+  tokensIssued: number;
+}
+
+/** Drives the simulated upstream from a test or the demo. */
+export interface SimulatorControl {
+  /** Creates a review with id = max+1 and updated_date = now; fields override generated ones (not id/updated_date). */
+  createReview(fields?: Partial<Record<string, unknown>>): Record<string, unknown>;
+  /** Changes publication statuses and moves updated_date forward (strictly, even within one millisecond). */
+  setStatus(id: number, status: { client?: string; pwr?: string }): Record<string, unknown>;
+  /** Edits other fields without moving updated_date (the change incremental polling cannot see). */
+  edit(id: number, fields: Record<string, unknown>): Record<string, unknown>;
+  /** The review as the listing would serve it (without faults), or null. */
+  get(id: number): Record<string, unknown> | null;
+  /** Replaces the given fault settings, keeping the others. */
+  setFaults(f: Partial<Faults>): void;
+  /** Replaces the throttle (null disables); the bucket starts full. */
+  setRateLimit(r: SimulatorOptions['rateLimit']): void;
+  /** Invalidates every issued token (answers become 401). */
+  revokeTokens(): void;
+  /** Current counters. */
+  stats(): SimulatorStats;
+  /** Zeroes the counters. */
+  resetStats(): void;
+  /** Number of reviews (= highest id). */
+  reviewCount(): number;
+}
+
+/** A running simulator. */
+export interface Simulator {
+  /** Base URL, e.g. http://127.0.0.1:12345. */
+  url: string;
+  control: SimulatorControl;
+  /** Stops listening and drops open connections. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,112 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BASE_EPOCH_MS } from '../../../src/simulator/data.js';
+import { ReviewStore, StoreError, type StoreQuery } from '../../../src/simulator/store.js';
+
+/** A clock the test moves by hand (starts well after the base epoch). */
+function manualClock(start = BASE_EPOCH_MS + 1_000_000) {
+  let now = start;
+  return { now: () => now, advance: (ms: number) => (now += ms) };
+}
+
+/** Every page of a query, following nextId. */
+function drain(store: ReviewStore, query: Omit<StoreQuery, 'startId'>): number[] {
+  const ids: number[] = [];
+  let startId: number | null = 1;
+  while (startId !== null) {
+    const page = store.list({ ...query, startId });
+    expect(page.records.length).toBeLessThanOrEqual(query.limit);
+    ids.push(...page.records.map((r) => r.id as number));
+    startId = page.nextId;
+  }
+  return ids;
+}
+
+/** The reference answer: every review, filtered by hand. */
+function bruteForce(store: ReviewStore, minUpdated: number | null): number[] {
+  const ids: number[] = [];
+  for (let id = 1; id <= store.count(); id++) {
+    const review = store.get(id);
+    if (minUpdated === null || (review?.updated_date as number) >= minUpdated) ids.push(id);
+  }
+  return ids;
+}
+
+describe('ReviewStore', () => {
+  it('stamps status changes strictly increasing per review even within one millisecond', () => {
+    const clock = manualClock();
+    const store = new ReviewStore(1, 10, clock.now);
+    const a = store.setStatus(3, { client: 'APPROVED' }).updated_date as number;
+    const b = store.setStatus(3, { client: 'REJECTED' }).updated_date as number;
+    const c = store.setStatus(4, { pwr: 'REJECTED' }).updated_date as number;
+    expect(a).toBe(clock.now());
+    expect(b).toBe(a + 1);
+    expect(c).toBeGreaterThanOrEqual(b);
+  });
+
+  it('never stamps behind an earlier stamp when the wall clock steps back', () => {
+    const clock = manualClock();
+    const store = new ReviewStore(1, 10, clock.now);
+    const first = store.setStatus(1, { client: 'APPROVED' }).updated_date as number;
+    clock.advance(-5000);
+    const second = store.setStatus(2, { client: 'APPROVED' }).updated_date as number;
+    expect(second).toBeGreaterThanOrEqual(first);
+  });
+
+  it('keeps updated_date on edits and refuses managed fields', () => {
+    const store = new ReviewStore(1, 10);
+    const before = store.get(2);
+    expect(store.edit(2, { headline: 'x' }).updated_date).toBe(before?.updated_date);
+    expect(() => store.edit(2, { client_publication_status: 'APPROVED' })).toThrow(StoreError);
+    expect(() => store.create({ id: 99 })).toThrow(StoreError);
+    expect(() => store.edit(11, { headline: 'x' })).toThrow(/no review/);
+  });
+
+  it('hands out copies, so callers cannot change the store behind its back', () => {
+    const store = new ReviewStore(1, 10);
+    const copy = store.edit(2, { headline: 'kept' });
+    copy.headline = 'mutated';
+    (store.get(2) as Record<string, unknown>).headline = 'mutated too';
+    expect(store.get(2)?.headline).toBe('kept');
+  });
+
+  it('answers every query like a brute-force filter, whatever the changes (model-based)', () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('create' as const) }),
+      fc.record({
+        kind: fc.constant('status' as const),
+        pick: fc.nat(),
+        status: fc.constantFrom('APPROVED', 'REJECTED'),
+      }),
+      fc.record({ kind: fc.constant('edit' as const), pick: fc.nat() }),
+      fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 5 }) }),
+    );
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 40 }),
+        fc.array(op, { maxLength: 40 }),
+        fc.integer({ min: 1, max: 7 }),
+        fc.integer({ min: -3, max: 60 }),
+        (baseCount, ops, limit, boundOffset) => {
+          const clock = manualClock();
+          const start = clock.now();
+          const store = new ReviewStore(9, baseCount, clock.now);
+          for (const o of ops) {
+            if (o.kind === 'create') store.create();
+            else if (o.kind === 'tick') clock.advance(o.ms);
+            else if (store.count() > 0) {
+              const id = (o.pick % store.count()) + 1;
+              if (o.kind === 'status') store.setStatus(id, { client: o.status });
+              else store.edit(id, { rating: 1 });
+            }
+          }
+          // Bounds after the epoch use the change log; a bound far in the past walks every id.
+          for (const minUpdated of [null, start + boundOffset, 0, BASE_EPOCH_MS - 40 * 86_400_000]) {
+            expect(drain(store, { limit, minUpdated })).toEqual(bruteForce(store, minUpdated));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
