@@ -6,7 +6,10 @@ import { leaseHolder } from '../../src/lease.js';
 import { accountKeys, connectRedis } from '../../src/redis.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { eventually, startTestBridge, testEnv } from '../helpers/bridge.js';
+import { exportedNamesFromText, missingMetrics, usedMetricNames } from '../helpers/dashboard-metrics.js';
 import { readAll } from '../helpers/kafka.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
 
 // Running the bridge: health endpoints, graceful shutdown of the real process, two replicas behind the lease.
 
@@ -44,6 +47,8 @@ describe('operations', () => {
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toContain('reviews_bridge_leader');
     expect(metrics).toMatch(/reviews_bridge_upstream_requests_total\{[^}]*endpoint="reviews"[^}]*status="200"/);
+    // Every metric the dashboard and the alert rules use is exported by the running bridge.
+    expect(missingMetrics(usedMetricNames(ROOT), exportedNamesFromText(metrics))).toEqual([]);
   });
 
   it('reports not ready when the upstream refuses its credentials', async () => {
