@@ -2,9 +2,16 @@
 import { Kafka, logLevel } from 'kafkajs';
 
 const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:39092').split(',');
-const topics = (process.env.WATCH_TOPICS ?? 'review.created,review.status_changed,review.updated,review.dead_letter').split(',');
+const topics = (
+  process.env.WATCH_TOPICS ?? 'review.created,review.status_changed,review.updated,review.dead_letter'
+).split(',');
 const kafka = new Kafka({ clientId: 'demo-watch', brokers, logLevel: logLevel.NOTHING });
-const consumer = kafka.consumer({ groupId: `demo-watch-${Date.now()}`, sessionTimeout: 6_000, heartbeatInterval: 500, maxWaitTimeInMs: 100 });
+const consumer = kafka.consumer({
+  groupId: `demo-watch-${Date.now()}`,
+  sessionTimeout: 6_000,
+  heartbeatInterval: 500,
+  maxWaitTimeInMs: 100,
+});
 // Topics are shared by every run against the same broker; show only this bridge's events.
 const account = process.env.BRIDGE_ACCOUNT;
 const source = process.env.EVENT_SOURCE ?? (account ? `urn:reviews-bridge:${account}` : undefined);

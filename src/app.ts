@@ -51,7 +51,11 @@ export function upstreamFromConfig(config: BridgeConfig, metrics: BridgeMetrics,
 }
 
 /** The Redis client and key layout of the configured account. */
-export function redisFromConfig(config: BridgeConfig): { redis: BridgeRedis; store: SnapshotStore; keys: ReturnType<typeof accountKeys> } {
+export function redisFromConfig(config: BridgeConfig): {
+  redis: BridgeRedis;
+  store: SnapshotStore;
+  keys: ReturnType<typeof accountKeys>;
+} {
   const redis = connectRedis(config.redis.url);
   const keys = accountKeys(config.redis.keyPrefix, config.account);
   return { redis, store: new SnapshotStore(redis, keys), keys };
@@ -127,7 +131,9 @@ export async function startApp(config: BridgeConfig, logger: Logger, options: Ap
         return;
       } catch (err) {
         logger.error({ err, attempt }, 'cannot connect to Kafka yet; retrying');
-        await sleep(Math.min(30_000, 1_000 * 2 ** attempt), undefined, { signal: stopping.signal }).catch(() => undefined);
+        await sleep(Math.min(30_000, 1_000 * 2 ** attempt), undefined, { signal: stopping.signal }).catch(
+          () => undefined,
+        );
       }
     }
   })();

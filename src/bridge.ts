@@ -177,7 +177,11 @@ export class Bridge {
       try {
         more = await sweep.step();
       } catch (err) {
-        metrics.passFinished(sweep.kind, signal.aborted ? 'aborted' : 'error', (this.clock() - this.sweepStartedAt) / 1000);
+        metrics.passFinished(
+          sweep.kind,
+          signal.aborted ? 'aborted' : 'error',
+          (this.clock() - this.sweepStartedAt) / 1000,
+        );
         throw err;
       }
       if (!more) {

@@ -152,7 +152,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const clientSecret = secret(env, 'UPSTREAM_CLIENT_SECRET', true)!;
   let sasl: BridgeConfig['kafka']['sasl'] = null;
   if (e.KAFKA_SASL_MECHANISM) {
-    if (!e.KAFKA_SASL_USERNAME) throw new ConfigError('KAFKA_SASL_USERNAME', 'required when KAFKA_SASL_MECHANISM is set');
+    if (!e.KAFKA_SASL_USERNAME)
+      throw new ConfigError('KAFKA_SASL_USERNAME', 'required when KAFKA_SASL_MECHANISM is set');
     const password = secret(env, 'KAFKA_SASL_PASSWORD', true)!;
     sasl = { mechanism: e.KAFKA_SASL_MECHANISM, username: e.KAFKA_SASL_USERNAME, password };
   }

@@ -70,7 +70,9 @@ export function diffReview(input: DiffInput): DiffResult {
   );
   const contentChanged = fp.digest !== prev.digest;
   if (statusChanges.length === 0 && !contentChanged) {
-    return review.updated_date > prev.updatedDate ? { events: [], next: { ...prev, updatedDate: review.updated_date } } : NOTHING;
+    return review.updated_date > prev.updatedDate
+      ? { events: [], next: { ...prev, updatedDate: review.updated_date } }
+      : NOTHING;
   }
 
   const previous: PreviousState = {

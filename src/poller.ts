@@ -167,7 +167,11 @@ export class Poller {
     const now = this.clock();
     // The upstream client has logged each reject (id and reason only); the dead-letter topic keeps the record,
     // once per distinct record and day rather than once per poll that happens to re-read it.
-    const digests = page.rejects.map((r) => createHash('sha1').update(JSON.stringify(r.raw) ?? 'undefined').digest('hex'));
+    const digests = page.rejects.map((r) =>
+      createHash('sha1')
+        .update(JSON.stringify(r.raw) ?? 'undefined')
+        .digest('hex'),
+    );
     const unseen = await this.deps.store.unseenDeadLetters(digests);
     const deadLetters: DeadLetter[] = page.rejects
       .filter((_, i) => unseen.has(digests[i]!))
@@ -227,7 +231,11 @@ export class Poller {
           );
         }
         if (status.pwr_publication_status.from !== status.pwr_publication_status.to) {
-          metrics.statusTransition('pwr_publication_status', status.pwr_publication_status.from, status.pwr_publication_status.to);
+          metrics.statusTransition(
+            'pwr_publication_status',
+            status.pwr_publication_status.from,
+            status.pwr_publication_status.to,
+          );
         }
       }
       if (detection !== 'initial' && event.type !== 'review.updated') {

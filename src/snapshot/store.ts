@@ -74,7 +74,11 @@ export class SnapshotStore {
   }
 
   /** Writes entries and checkpoint atomically; throws FencedError if `epoch` is no longer current. */
-  async commit(epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>, update: CheckpointUpdate): Promise<void> {
+  async commit(
+    epoch: number,
+    entries: ReadonlyArray<[number, SnapshotEntry]>,
+    update: CheckpointUpdate,
+  ): Promise<void> {
     const bucketKeys: string[] = [];
     const bucketIndex = new Map<number, number>();
     const triples: (string | Buffer)[] = [];
@@ -90,7 +94,14 @@ export class SnapshotStore {
     const pairs = checkpointPairs(update);
     const keys = [this.keys.epoch, this.keys.checkpoint, this.keys.count, ...bucketKeys];
     try {
-      await this.redis.bridgeCommit(keys.length, ...keys, String(epoch), String(pairs.length / 2), ...pairs, ...triples);
+      await this.redis.bridgeCommit(
+        keys.length,
+        ...keys,
+        String(epoch),
+        String(pairs.length / 2),
+        ...pairs,
+        ...triples,
+      );
     } catch (err) {
       if (err instanceof Error && err.message.startsWith('FENCED')) throw new FencedError(err.message);
       throw err;

@@ -39,10 +39,6 @@ async function initialLoadDone(b: TestBridge): Promise<void> {
   await eventually(async () => ((await b.store.checkpoint()).initialDone ? true : undefined), 60_000, 'initial load');
 }
 
-function changeTopics(b: TestBridge): string[] {
-  return [b.topics.created, b.topics.statusChanged, b.topics.updated];
-}
-
 describe('bridge end to end', () => {
   it('initial load: exactly N created events, each once, marked initial and schema-valid', async () => {
     const n = 450;
@@ -53,9 +49,9 @@ describe('bridge end to end', () => {
     expect(created).toHaveLength(n);
     expect(new Set(created.map((e) => e.subject)).size).toBe(n);
     expect(new Set(created.map((e) => e.id)).size).toBe(n);
-    expect(created.every((e) => e.type === 'review.created' && e.sequence === 1 && e.data.detection === 'initial')).toBe(
-      true,
-    );
+    expect(
+      created.every((e) => e.type === 'review.created' && e.sequence === 1 && e.data.detection === 'initial'),
+    ).toBe(true);
     expect(await b.store.size()).toBe(n);
   });
 
@@ -116,7 +112,9 @@ describe('bridge end to end', () => {
     });
     await initialLoadDone(b);
     sim.control.setStatus(33, { client: 'REJECTED' });
-    const changed = events(await readAll([b.topics.statusChanged], { untilCount: 2, idleMs: 1_000, timeoutMs: 20_000 }));
+    const changed = events(
+      await readAll([b.topics.statusChanged], { untilCount: 2, idleMs: 1_000, timeoutMs: 20_000 }),
+    );
     expect(crashes).toBe(1);
     const of33 = changed.filter((e) => e.subject === '33');
     expect(of33).toHaveLength(2);
@@ -169,7 +167,11 @@ describe('bridge end to end', () => {
     // A sweep re-reads the same bad records: they are not dead-lettered a second time.
     const before = (await b.store.checkpoint()).lastSweepAt;
     await b.store.requestSweep();
-    await eventually(async () => ((await b.store.checkpoint()).lastSweepAt !== before ? true : undefined), 20_000, 'sweep');
+    await eventually(
+      async () => ((await b.store.checkpoint()).lastSweepAt !== before ? true : undefined),
+      20_000,
+      'sweep',
+    );
     expect(await readAll([b.topics.deadLetter], { idleMs: 500, timeoutMs: 10_000 })).toHaveLength(dead.length);
   });
 });

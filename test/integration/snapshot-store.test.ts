@@ -85,9 +85,16 @@ describe('SnapshotStore', () => {
     const other = new Lease(redis, keys, 300);
     const next = await other.renew();
     expect(next).toBe(old + 1);
-    await expect(store.commit(old, [[1, entry(1, 9)], [2, entry(2)]], { watermark: 2_000 })).rejects.toBeInstanceOf(
-      FencedError,
-    );
+    await expect(
+      store.commit(
+        old,
+        [
+          [1, entry(1, 9)],
+          [2, entry(2)],
+        ],
+        { watermark: 2_000 },
+      ),
+    ).rejects.toBeInstanceOf(FencedError);
     expect((await store.checkpoint()).watermark).toBe(1_000);
     expect((await store.read([1])).get(1)?.sequence).toBe(1);
     expect((await store.read([2])).size).toBe(0);

@@ -48,7 +48,11 @@ describe('loadConfig', () => {
     [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL', 'redis://'],
     [{ INITIAL_LOAD_MODE: 'skip' }, 'INITIAL_LOAD_MODE', ''],
     [{ UPSTREAM_CLIENT_SECRET: undefined }, 'UPSTREAM_CLIENT_SECRET', 'required'],
-    [{ UPSTREAM_CLIENT_SECRET_FILE: '/nonexistent/secret' , UPSTREAM_CLIENT_SECRET: undefined}, 'UPSTREAM_CLIENT_SECRET_FILE', 'cannot be read'],
+    [
+      { UPSTREAM_CLIENT_SECRET_FILE: '/nonexistent/secret', UPSTREAM_CLIENT_SECRET: undefined },
+      'UPSTREAM_CLIENT_SECRET_FILE',
+      'cannot be read',
+    ],
     [{ POLL_INTERVAL_MS: '10000', POLL_OVERLAP_MS: '5000' }, 'POLL_OVERLAP_MS', 'POLL_INTERVAL_MS'],
     [{ KAFKA_TOPIC_UPDATED: 'review.created' }, 'KAFKA_TOPIC_DEAD_LETTER', 'distinct'],
     [{ BRIDGE_ACCOUNT: 'a b' }, 'BRIDGE_ACCOUNT', ''],
@@ -70,7 +74,10 @@ describe('loadConfig', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     const file = join(dir, 'secret');
     writeFileSync(file, 'first\n');
-    const c = loadConfig({ ...minimal, UPSTREAM_CLIENT_SECRET: undefined, UPSTREAM_CLIENT_SECRET_FILE: file } as Record<string, string>);
+    const c = loadConfig({ ...minimal, UPSTREAM_CLIENT_SECRET: undefined, UPSTREAM_CLIENT_SECRET_FILE: file } as Record<
+      string,
+      string
+    >);
     expect(readSecret(c.upstream.clientSecret)).toBe('first');
     writeFileSync(file, 'second\n');
     expect(readSecret(c.upstream.clientSecret)).toBe('second');

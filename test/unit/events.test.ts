@@ -8,7 +8,15 @@ describe('event ids', () => {
     const id = eventId('urn:a', 1, 1, 'x');
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(eventId('urn:a', 1, 1, 'x')).toBe(id);
-    expect(new Set([id, eventId('urn:b', 1, 1, 'x'), eventId('urn:a', 2, 1, 'x'), eventId('urn:a', 1, 2, 'x'), eventId('urn:a', 1, 1, 'y')]).size).toBe(5);
+    expect(
+      new Set([
+        id,
+        eventId('urn:b', 1, 1, 'x'),
+        eventId('urn:a', 2, 1, 'x'),
+        eventId('urn:a', 1, 2, 'x'),
+        eventId('urn:a', 1, 1, 'y'),
+      ]).size,
+    ).toBe(5);
   });
 });
 

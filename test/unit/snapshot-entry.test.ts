@@ -42,7 +42,14 @@ describe('snapshot entry codec', () => {
   });
 
   it('refuses an unknown format version', () => {
-    const buf = encodeEntry({ client: 'PENDING', pwr: 'PENDING', updatedDate: 1, sequence: 1, observedAt: 1, ...fingerprint(base) });
+    const buf = encodeEntry({
+      client: 'PENDING',
+      pwr: 'PENDING',
+      updatedDate: 1,
+      sequence: 1,
+      observedAt: 1,
+      ...fingerprint(base),
+    });
     buf[0] = 99;
     expect(() => decodeEntry(buf)).toThrow(/version 99/);
   });
