@@ -74,10 +74,7 @@ describe('loadConfig', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     const file = join(dir, 'secret');
     writeFileSync(file, 'first\n');
-    const c = loadConfig({ ...minimal, UPSTREAM_CLIENT_SECRET: undefined, UPSTREAM_CLIENT_SECRET_FILE: file } as Record<
-      string,
-      string
-    >);
+    const c = loadConfig({ ...minimal, UPSTREAM_CLIENT_SECRET: undefined, UPSTREAM_CLIENT_SECRET_FILE: file });
     expect(readSecret(c.upstream.clientSecret)).toBe('first');
     writeFileSync(file, 'second\n');
     expect(readSecret(c.upstream.clientSecret)).toBe('second');
