@@ -24,7 +24,9 @@ export const EnvSchema = z.object({
   UPSTREAM_CLIENT_ID_FILE: optionalText,
   UPSTREAM_CLIENT_SECRET: optionalText,
   UPSTREAM_CLIENT_SECRET_FILE: optionalText,
-  UPSTREAM_RATE_LIMIT_RPS: z.coerce.number().positive().max(1000).default(9.5),
+  // 9.6/s with a bucket of 1.3 keeps every 1-second window at 10 requests or fewer (bucket < 11 - rate).
+  UPSTREAM_RATE_LIMIT_RPS: z.coerce.number().positive().max(1000).default(9.6),
+  UPSTREAM_RATE_LIMIT_BURST: z.coerce.number().min(1).max(1000).default(1.3),
   UPSTREAM_PAGE_SIZE: int(1, 100).default(100),
   UPSTREAM_CURSOR_PATH: optionalText,
   UPSTREAM_UPDATED_DATE_UNIT: z.enum(['ms', 's']).default('ms'),
@@ -81,6 +83,7 @@ export interface BridgeConfig {
     clientId: SecretSource;
     clientSecret: SecretSource;
     rateLimitRps: number;
+    rateLimitBurst: number;
     pageSize: number;
     cursorPath: string | undefined;
     updatedDateUnit: 'ms' | 's';
@@ -177,6 +180,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       clientId,
       clientSecret,
       rateLimitRps: e.UPSTREAM_RATE_LIMIT_RPS,
+      rateLimitBurst: e.UPSTREAM_RATE_LIMIT_BURST,
       pageSize: e.UPSTREAM_PAGE_SIZE,
       cursorPath: e.UPSTREAM_CURSOR_PATH,
       updatedDateUnit: e.UPSTREAM_UPDATED_DATE_UNIT,

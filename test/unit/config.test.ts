@@ -26,7 +26,8 @@ describe('loadConfig', () => {
   it('applies defaults', () => {
     const c = loadConfig(minimal);
     expect(c.account).toBe('default');
-    expect(c.upstream.rateLimitRps).toBe(9.5);
+    expect(c.upstream.rateLimitRps).toBe(9.6);
+    expect(c.upstream.rateLimitBurst).toBe(1.3);
     expect(c.upstream.pageSize).toBe(100);
     expect(c.kafka.topics).toEqual({
       created: 'review.created',

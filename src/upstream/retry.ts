@@ -1,0 +1,67 @@
+// Backoff policy: exponential with full jitter (AWS architecture blog, "Exponential Backoff And Jitter"), which
+// spreads retries of many clients (or of our own prefetch and current request) instead of synchronising them.
+
+/** Shape of the exponential backoff. */
+export interface BackoffPolicy {
+  /** Ceiling of the first retry's delay. */
+  baseMs: number;
+  /** No delay exceeds this. */
+  capMs: number;
+}
+
+/** Defaults: 250 ms, 500 ms, 1 s, ... capped at 20 s; six retries span about 30 s at worst. */
+export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 20_000 };
+
+/** Delay before retry number `attempt` (0 for the first retry): uniform in [0, min(cap, base * 2^attempt)). */
+export function backoffDelay(attempt: number, policy: BackoffPolicy = DEFAULT_BACKOFF, random = Math.random): number {
+  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, Math.min(attempt, 30)));
+  return Math.floor(random() * ceiling);
+}
+
+/**
+ * Parses a Retry-After header (delta seconds or an HTTP date) into seconds, or null when absent or unreadable.
+ * The result is capped so that one odd header cannot stall the bridge for hours.
+ */
+export function parseRetryAfter(
+  value: string | string[] | undefined,
+  nowMs = Date.now(),
+  maxSeconds = 300,
+): number | null {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (raw === undefined) return null;
+  const text = raw.trim();
+  if (text === '') return null;
+  let seconds: number;
+  if (/^\d+(\.\d+)?$/.test(text)) {
+    seconds = Number(text);
+  } else {
+    // An HTTP date names a weekday and a month; Date.parse alone would read '-1' as a year.
+    if (!/[A-Za-z]/.test(text)) return null;
+    const at = Date.parse(text);
+    if (Number.isNaN(at)) return null;
+    seconds = Math.max(0, (at - nowMs) / 1000);
+  }
+  return Math.min(seconds, maxSeconds);
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(abortReason(signal));
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abortReason(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The error an aborted operation rejects with (the signal's reason, or a standard AbortError). */
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}

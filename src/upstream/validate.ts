@@ -1,0 +1,82 @@
+import type { z } from 'zod';
+import { ReviewSchema, STATUS_FIELDS, type Review } from './review.js';
+import type { Reject, UpstreamHooks } from './types.js';
+import { UpstreamError } from './errors.js';
+
+// Validation is record by record: one bad record never fails its page, it becomes a Reject beside the valid
+// reviews. Reasons are built from zod issue paths and codes only, never from values, so they can go to logs,
+// metric labels and the dead-letter topic without carrying personal data.
+
+/** Publication statuses the spec names; others are accepted and counted. Compared case-insensitively. */
+export const KNOWN_STATUSES: ReadonlySet<string> = new Set(['PENDING', 'APPROVED', 'REJECTED']);
+
+/** The records of a page after validation. */
+export interface ValidatedRecords {
+  reviews: Review[];
+  rejects: Reject[];
+}
+
+/**
+ * Returns the `reviews` array of a listing envelope; anything else is a body error (retried, as a proxy or a
+ * half-deployed upstream may answer 200 with something that is not the listing).
+ */
+export function listingRecords(envelope: unknown): unknown[] {
+  if (envelope === null || typeof envelope !== 'object' || Array.isArray(envelope)) {
+    const got = envelope === null ? 'null' : Array.isArray(envelope) ? 'an array' : `a ${typeof envelope}`;
+    throw new UpstreamError('body', `listing response is ${got}, not an object with a reviews array`, {
+      endpoint: 'reviews',
+    });
+  }
+  const records = (envelope as { reviews?: unknown }).reviews;
+  if (!Array.isArray(records)) {
+    const got = records === undefined ? 'missing' : records === null ? 'null' : `a ${typeof records}`;
+    throw new UpstreamError('body', `listing response has no reviews array (reviews is ${got})`, {
+      endpoint: 'reviews',
+    });
+  }
+  return records;
+}
+
+/** One `path:code` per zod issue (e.g. `updated_date:invalid_type`), deduplicated, never a value. */
+export function issueCodes(error: z.ZodError): string[] {
+  const codes = error.issues.map((issue) => {
+    const path = issue.path.length === 0 ? '(record)' : issue.path.map(String).join('.');
+    return `${path}:${issue.code}`;
+  });
+  return [...new Set(codes)];
+}
+
+/** The id of a rejected record when it can be read, for the dead-letter key; never more than a short token. */
+export function rejectId(raw: unknown): string | null {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  const id = (raw as { id?: unknown }).id;
+  if (typeof id === 'number' && Number.isFinite(id)) return String(id);
+  if (typeof id === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(id)) return id;
+  return null;
+}
+
+/**
+ * Validates each record with ReviewSchema; reports each reject (its first issue, a bounded label) and each
+ * status outside the known set through the hooks.
+ */
+export function validateRecords(
+  records: readonly unknown[],
+  hooks: Pick<UpstreamHooks, 'onReject' | 'onUnknownStatus'> = {},
+): ValidatedRecords {
+  const reviews: Review[] = [];
+  const rejects: Reject[] = [];
+  for (const raw of records) {
+    const result = ReviewSchema.safeParse(raw);
+    if (!result.success) {
+      const codes = issueCodes(result.error);
+      rejects.push({ id: rejectId(raw), reason: codes.join(', '), raw });
+      hooks.onReject?.(codes[0] ?? 'unknown');
+      continue;
+    }
+    for (const field of STATUS_FIELDS) {
+      if (!KNOWN_STATUSES.has(result.data[field].toUpperCase())) hooks.onUnknownStatus?.(field);
+    }
+    reviews.push(result.data);
+  }
+  return { reviews, rejects };
+}

@@ -1,0 +1,134 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { startSimulator } from '../../../src/simulator/index.js';
+import type { Simulator } from '../../../src/simulator/index.js';
+import type { UpstreamClient } from '../../../src/upstream/client.js';
+import { UpstreamError, isUpstreamError } from '../../../src/upstream/errors.js';
+import { drain, failure, range, testClient } from './helpers.js';
+
+// Faults over real HTTP: injected 5xx, truncated and oversized bodies, malformed records, unasked compression.
+
+const cleanup: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+async function simulator(opts: Parameters<typeof startSimulator>[0]): Promise<Simulator> {
+  const sim = await startSimulator(opts);
+  cleanup.push(() => sim.close());
+  return sim;
+}
+
+function track<T extends { client: UpstreamClient }>(made: T): T {
+  cleanup.push(() => made.client.close());
+  return made;
+}
+
+describe('upstream client faults (simulator)', () => {
+  it('retries injected 5xx answers and truncated bodies until the pass completes', async () => {
+    const sim = await simulator({
+      reviewCount: 1000,
+      rateLimit: null,
+      faults: { errorRate: 0.25, errorStatuses: [500, 502, 504], truncateRate: 0.2 },
+    });
+    const { client, log } = track(testClient(sim.url, { pageSize: 50, rateLimitRps: 100, maxRetries: 10 }));
+
+    const pass = await drain(client);
+
+    expect(pass.reviews.map((r) => r.id)).toEqual(range(1000));
+    const stats = sim.control.stats();
+    const serverErrors = (stats.byStatus['500'] ?? 0) + (stats.byStatus['502'] ?? 0) + (stats.byStatus['504'] ?? 0);
+    expect(serverErrors).toBeGreaterThan(0);
+    const reasons = new Set(log.retries.map((r) => r.reason));
+    expect(reasons.has('truncated') || reasons.has('unparsable') || reasons.has('decode')).toBe(true);
+    expect([...reasons].some((r) => /^status_50[024]$/.test(r))).toBe(true);
+    // Every failed attempt was retried, none was given up on.
+    expect(log.retries.length).toBe(stats.requests - 20 - stats.tokensIssued);
+  });
+
+  it('gives up after maxRetries with a typed error that says what happened and leaks no secret', async () => {
+    const sim = await simulator({ rateLimit: null, faults: { errorRate: 1, errorStatuses: [500] } });
+    const { client, log } = track(testClient(sim.url, { maxRetries: 3 }));
+
+    const err = await failure(drain(client));
+
+    expect(isUpstreamError(err, 'server')).toBe(true);
+    const e = err as UpstreamError;
+    expect(e.attempts).toBe(4);
+    expect(e.status).toBe(500);
+    expect(e.message).toMatch(/listing reviews \(sweep pass, first page\): review listing answered 500/);
+    expect(e.message).toMatch(/gave up after 4 attempts/);
+    expect(e.message).not.toContain('demo-secret');
+    expect(e.message).not.toMatch(/bearer\s+\S{8,}/i);
+    expect(JSON.stringify({ message: e.message, stack: e.stack })).not.toContain('demo-secret');
+    expect(sim.control.stats().byStatus['500']).toBe(4);
+    expect(log.retries).toHaveLength(3);
+  });
+
+  it('separates malformed records from valid ones, page by page', async () => {
+    const sim = await simulator({ reviewCount: 500, rateLimit: null, faults: { malformedRate: 0.1 } });
+    const { client, log } = track(testClient(sim.url, { pageSize: 100 }));
+
+    const pass = await drain(client);
+
+    expect(pass.rejects.length).toBeGreaterThan(10);
+    expect(pass.reviews.length + pass.rejects.length).toBe(500);
+    expect(pass.pages).toHaveLength(5);
+    const reasons = new Set(pass.rejects.map((r) => r.reason));
+    for (const reason of reasons) {
+      expect(['id:invalid_type', 'updated_date:invalid_type', 'client_publication_status:invalid_type']).toContain(
+        reason,
+      );
+    }
+    // Ids stay readable for the dead-letter key except where the id itself is the broken field.
+    expect(pass.rejects.filter((r) => r.reason !== 'id:invalid_type').every((r) => r.id !== null)).toBe(true);
+    expect(log.rejects).toHaveLength(pass.rejects.length);
+    expect(log.retries).toEqual([]);
+  });
+
+  it('refuses an oversized body with a clear too_large error instead of buffering it', async () => {
+    // 100 records padded with 20 kB each decode to about 2 MB; the cap is 512 KiB. The simulator gzips the page,
+    // so the wire size stays small: only counting decoded bytes catches it.
+    const sim = await simulator({ reviewCount: 300, rateLimit: null, faults: { padBytes: 20_000 } });
+    const { client } = track(testClient(sim.url, { maxBodyBytes: 512 * 1024 }));
+
+    const err = await failure(drain(client));
+
+    expect(isUpstreamError(err, 'too_large')).toBe(true);
+    expect(err.message).toMatch(/response too large: decoded body exceeds the 524288-byte cap \(maxBodyBytes\)/);
+    // Not retried: the same page would be as large on every attempt.
+    expect(sim.control.stats().byStatus['200']).toBe(2);
+  });
+
+  it('decodes a gzip body the client did not ask for', async () => {
+    const sim = await simulator({ reviewCount: 300, rateLimit: null, compression: 'always' });
+    // Precondition: asked for identity, the simulator still answers gzip.
+    const grant = await request(`${sim.url}/oauth2/token?grant_type=client_credentials`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from('demo-client:demo-secret').toString('base64')}` },
+    });
+    const { access_token } = (await grant.body.json()) as { access_token: string };
+    const raw = await request(`${sim.url}/v1/reviews?limit=1`, {
+      headers: { 'accept-encoding': 'identity', authorization: `Bearer ${access_token}` },
+    });
+    await raw.body.dump();
+    expect(raw.statusCode).toBe(200);
+    expect(raw.headers['content-encoding']).toBe('gzip');
+
+    const { client } = track(testClient(sim.url, { requestCompression: false, pageSize: 100 }));
+    const pass = await drain(client);
+    expect(pass.reviews.map((r) => r.id)).toEqual(range(300));
+  });
+
+  it('converts updatedSince (ms) to seconds when the upstream counts in seconds', async () => {
+    const sim = await simulator({ reviewCount: 50, rateLimit: null, updatedDateUnit: 's' });
+    const before = Date.now();
+    await new Promise((r) => setTimeout(r, 1100));
+    const created = sim.control.createReview();
+    const { client } = track(testClient(sim.url, { updatedDateUnit: 's' }));
+
+    const pass = await drain(client, { updatedSince: before, kind: 'incremental' });
+
+    expect(pass.reviews.map((r) => r.id)).toEqual([created.id]);
+  });
+});

@@ -1,0 +1,108 @@
+import { createUpstreamClient, type UpstreamClient, type UpstreamClientConfig } from '../../../src/upstream/client.js';
+import { fileOrEnvCredentials } from '../../../src/upstream/credentials.js';
+import type { ListOptions, Page, Reject, UpstreamHooks } from '../../../src/upstream/types.js';
+import type { Review } from '../../../src/upstream/review.js';
+
+// Shared plumbing of the upstream integration tests: a client with recording hooks, and a pass drained to arrays.
+
+/** Everything the hooks reported, for assertions on behaviour. */
+export interface HookLog {
+  requests: { endpoint: string; status: number; sentAt: number; doneAt: number }[];
+  throttled: { status: number; retryAfter: number | null }[];
+  retries: { endpoint: string; reason: string }[];
+  tokenRefreshes: string[];
+  limiterWaitSeconds: number;
+  rejects: string[];
+  unknownStatuses: string[];
+}
+
+/** Hooks that append to a HookLog. */
+export function recordingHooks(): { hooks: UpstreamHooks; log: HookLog } {
+  const log: HookLog = {
+    requests: [],
+    throttled: [],
+    retries: [],
+    tokenRefreshes: [],
+    limiterWaitSeconds: 0,
+    rejects: [],
+    unknownStatuses: [],
+  };
+  const hooks: UpstreamHooks = {
+    onRequest: (endpoint, status, seconds) => {
+      const doneAt = performance.now();
+      log.requests.push({ endpoint, status, sentAt: doneAt - seconds * 1000, doneAt });
+    },
+    onThrottled: (status, retryAfter) => log.throttled.push({ status, retryAfter }),
+    onRetry: (endpoint, reason) => log.retries.push({ endpoint, reason }),
+    onTokenRefresh: (outcome) => log.tokenRefreshes.push(outcome),
+    onLimiterWait: (_kind, seconds) => {
+      log.limiterWaitSeconds += seconds;
+    },
+    onReject: (reason) => log.rejects.push(reason),
+    onUnknownStatus: (field) => log.unknownStatuses.push(field),
+  };
+  return { hooks, log };
+}
+
+/** The simulator's default scoped credentials. */
+export const DEMO = { clientId: 'demo-client', clientSecret: 'demo-secret' };
+
+/** A client against `baseUrl` with literal credentials and fast retries unless overridden. */
+export function testClient(
+  baseUrl: string,
+  overrides: Partial<UpstreamClientConfig> = {},
+  credentials: { clientId: string; clientSecret: string } = DEMO,
+): { client: UpstreamClient; log: HookLog } {
+  const { hooks, log } = recordingHooks();
+  const client = createUpstreamClient(
+    {
+      baseUrl,
+      credentials: fileOrEnvCredentials({
+        clientId: { value: credentials.clientId },
+        clientSecret: { value: credentials.clientSecret },
+      }),
+      backoff: { baseMs: 20, capMs: 200 },
+      ...overrides,
+    },
+    hooks,
+  );
+  return { client, log };
+}
+
+/** A whole pass, collected. */
+export interface Drained {
+  pages: Page[];
+  reviews: Review[];
+  rejects: Reject[];
+}
+
+/** Runs a pass to its end; `onPage` runs after each page is collected (e.g. to revoke tokens mid-pass). */
+export async function drain(
+  client: UpstreamClient,
+  options: Partial<ListOptions> = {},
+  onPage?: (index: number) => void | Promise<void>,
+): Promise<Drained> {
+  const out: Drained = { pages: [], reviews: [], rejects: [] };
+  for await (const page of client.pages({ kind: 'sweep', ...options })) {
+    out.pages.push(page);
+    out.reviews.push(...page.reviews);
+    out.rejects.push(...page.rejects);
+    await onPage?.(out.pages.length - 1);
+  }
+  return out;
+}
+
+/** Ids 1..n, for comparing a full pass with the simulator's store. */
+export function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i + 1);
+}
+
+/** The rejection of a promise (fails the test if it resolves). */
+export async function failure(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected the operation to fail');
+}
