@@ -174,14 +174,18 @@ export function statusChangedEvent(
   };
 }
 
-/** Builds review.updated; `time` is the detection time because edits do not move updated_date upstream. */
+/**
+ * Builds review.updated. Edits do not move updated_date upstream, so an edit has no upstream timestamp; `time` is
+ * the review's updated_date all the same, not the detection time: a page re-processed after a crash is fetched
+ * again, and a re-published event must be identical to the first delivery of its id (fault suite finding).
+ */
 export function updatedEvent(
   ctx: EventContext & { previous: PreviousState },
   sequence: number,
   changedFields: string[],
 ): ReviewUpdatedEvent {
   return {
-    ...common(ctx, 'review.updated', sequence, ctx.detectedAt),
+    ...common(ctx, 'review.updated', sequence, ctx.review.updated_date),
     type: 'review.updated',
     data: { review: ctx.review, previous: ctx.previous, changed_fields: changedFields, detection: ctx.detection },
   };

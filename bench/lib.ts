@@ -1,0 +1,287 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { pino } from 'pino';
+import type { BridgeConfig } from '../src/config.js';
+import { Lease } from '../src/lease.js';
+import { BridgeMetrics } from '../src/metrics.js';
+import { Poller } from '../src/poller.js';
+import { KafkaPublisher } from '../src/publisher.js';
+import { accountKeys, connectRedis, type BridgeRedis } from '../src/redis.js';
+import { generateBaseReview } from '../src/simulator/data.js';
+import { SnapshotStore } from '../src/snapshot/store.js';
+import type { ListOptions, Page, ReviewSource } from '../src/upstream/types.js';
+import { listingRecords, validateRecords } from '../src/upstream/validate.js';
+
+// Shared pieces of the benchmarks: where the services are, the machine, result files, samplers, an in-memory
+// review source and a Poller wired to real Redis and Kafka without the HTTP upstream.
+
+/** Kafka and Redis of the run: the environment (source .run/services.env) or the project's default ports. */
+export function services(): { kafkaBrokers: string[]; redisUrl: string } {
+  return {
+    kafkaBrokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:39092').split(',').map((b) => b.trim()),
+    redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:36379',
+  };
+}
+
+/** What the figures were measured on. */
+export function machine(): Record<string, unknown> {
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    loadAverageAtStart: loadavg().map((l) => Math.round(l * 100) / 100),
+  };
+}
+
+/** A name no other run uses (account, topics). */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Writes bench/results/<name>.json and returns its path. */
+export function writeResult(name: string, data: Record<string, unknown>): string {
+  const dir = new URL('./results/', import.meta.url);
+  mkdirSync(dir, { recursive: true });
+  const file = new URL(`${name}.json`, dir);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ benchmark: name, at: new Date().toISOString(), machine: machine(), ...data }, null, 2)}\n`,
+  );
+  return file.pathname;
+}
+
+/** The p-th percentile (0..100) of numbers, nearest-rank. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(sorted.length, rank) - 1]!;
+}
+
+/** Rounds for printing and JSON. */
+export const round = (n: number, digits = 1): number => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** Samples process.memoryUsage() every intervalMs. */
+export class RssSampler {
+  private readonly rss: number[] = [];
+  private readonly heap: number[] = [];
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(intervalMs = 100) {
+    this.timer = setInterval(() => this.sample(), intervalMs);
+    this.sample();
+  }
+
+  private sample(): void {
+    const m = process.memoryUsage();
+    this.rss.push(m.rss);
+    this.heap.push(m.heapUsed);
+  }
+
+  /** Stops and summarises (MiB). */
+  stop(): { samples: number; rssMiB: Record<string, number>; heapUsedMiB: Record<string, number> } {
+    clearInterval(this.timer);
+    this.sample();
+    const mib = (v: number) => round(v / 2 ** 20);
+    const stats = (list: number[]) => ({
+      first: mib(list[0]!),
+      p50: mib(percentile(list, 50)),
+      max: mib(Math.max(...list)),
+      last: mib(list[list.length - 1]!),
+    });
+    return { samples: this.rss.length, rssMiB: stats(this.rss), heapUsedMiB: stats(this.heap) };
+  }
+}
+
+/** CPU time of this process between start and stop. */
+export function cpuMeter(): () => { userMs: number; systemMs: number; totalMs: number } {
+  const start = process.cpuUsage();
+  return () => {
+    const d = process.cpuUsage(start);
+    return {
+      userMs: round(d.user / 1000),
+      systemMs: round(d.system / 1000),
+      totalMs: round((d.user + d.system) / 1000),
+    };
+  };
+}
+
+/** Options of the in-memory source. */
+export interface InMemorySourceOptions {
+  /** Reviews 1..count. */
+  count: number;
+  pageSize?: number;
+  /** The record of a review; default: the simulator's generated review of seed 1. */
+  record?: (id: number) => Record<string, unknown>;
+  /**
+   * Serialise every page once up front, so that a pass costs JSON.parse + validation (what the upstream client
+   * does with a body) but not the generation. Otherwise pages are generated lazily (flat memory for millions).
+   */
+  precompute?: boolean;
+}
+
+/**
+ * A ReviewSource without HTTP: pages of a listing held in memory (or generated on demand), parsed from JSON and
+ * validated per record exactly as the upstream client does with a response body. Cursors are the next id.
+ */
+export class InMemorySource implements ReviewSource {
+  private readonly pageSize: number;
+  private readonly record: (id: number) => Record<string, unknown>;
+  private readonly bodies: string[] | null;
+
+  constructor(private readonly options: InMemorySourceOptions) {
+    this.pageSize = options.pageSize ?? 100;
+    this.record = options.record ?? ((id) => generateBaseReview(1, id));
+    this.bodies = options.precompute ? this.precomputed() : null;
+  }
+
+  private body(first: number): string {
+    const last = Math.min(this.options.count, first + this.pageSize - 1);
+    const reviews: Record<string, unknown>[] = [];
+    for (let id = first; id <= last; id++) reviews.push(this.record(id));
+    return JSON.stringify({
+      count: reviews.length,
+      reviews,
+      ...(last < this.options.count ? { next_page: String(last + 1) } : {}),
+    });
+  }
+
+  private precomputed(): string[] {
+    const bodies: string[] = [];
+    for (let first = 1; first <= this.options.count; first += this.pageSize) bodies.push(this.body(first));
+    return bodies;
+  }
+
+  async *pages(options: ListOptions): AsyncGenerator<Page> {
+    let first = options.cursor ? Number(options.cursor) : 1;
+    while (first <= this.options.count) {
+      if (options.signal?.aborted) throw new Error('aborted');
+      const fetchedAt = Date.now();
+      const body = this.bodies ? this.bodies[Math.floor((first - 1) / this.pageSize)]! : this.body(first);
+      const { reviews, rejects } = validateRecords(listingRecords(JSON.parse(body)));
+      const next = first + this.pageSize;
+      yield {
+        cursor: first === 1 ? null : String(first),
+        nextCursor: next <= this.options.count ? String(next) : null,
+        reviews,
+        rejects,
+        fetchedAt,
+      };
+      first = next;
+    }
+  }
+
+  async checkCredentials(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
+
+/** A Poller on real Redis and Kafka for one fresh account, holding the lease. */
+export interface BenchPoller {
+  poller: Poller;
+  epoch: number;
+  account: string;
+  redis: BridgeRedis;
+  store: SnapshotStore;
+  topics: BridgeConfig['kafka']['topics'];
+  keys: ReturnType<typeof accountKeys>;
+  /** Runs a whole sweep (the initial load on an empty snapshot); resolves its summary. */
+  sweep(): Promise<{ pages: number; reviews: number; events: number }>;
+  close(): Promise<void>;
+}
+
+/** Builds a Poller for `source` with the bridge's real SnapshotStore, KafkaPublisher, BridgeMetrics and Lease. */
+export async function benchPoller(
+  source: ReviewSource,
+  options: { redisUrl: string; kafkaBrokers: string[]; initialLoadMode?: 'mark' | 'suppress'; prefix?: string },
+): Promise<BenchPoller> {
+  const account = uniqueName(options.prefix ?? 'bench');
+  const logger = pino({ level: 'silent' });
+  const redis = connectRedis(options.redisUrl);
+  const keys = accountKeys('rbbench', account);
+  const store = new SnapshotStore(redis, keys);
+  const topics = {
+    created: `${account}.created`,
+    statusChanged: `${account}.status_changed`,
+    updated: `${account}.updated`,
+    deadLetter: `${account}.dead_letter`,
+  };
+  const publisher = new KafkaPublisher(
+    {
+      brokers: options.kafkaBrokers,
+      clientId: 'reviews-bridge-bench',
+      ssl: false,
+      sasl: null,
+      topics,
+      createTopics: true,
+      partitions: 6,
+      replicationFactor: 1,
+    },
+    account,
+    logger,
+  );
+  await publisher.connect();
+  const metrics = new BridgeMetrics({ account });
+  const lease = new Lease(redis, keys, 60_000);
+  const epoch = await lease.renew();
+  const renew = setInterval(() => void lease.renew().catch(() => undefined), 10_000);
+  const poller = new Poller({
+    source,
+    store,
+    sink: publisher,
+    metrics,
+    logger,
+    eventSource: `urn:reviews-bridge:${account}`,
+    initialLoadMode: options.initialLoadMode ?? 'mark',
+    overlapMs: 300_000,
+  });
+  return {
+    poller,
+    epoch,
+    account,
+    redis,
+    store,
+    topics,
+    keys,
+    async sweep() {
+      const run = await poller.openSweep(epoch, new AbortController().signal);
+      while (await run.step()) {
+        /* page by page */
+      }
+      return { ...run.summary };
+    },
+    async close() {
+      clearInterval(renew);
+      await lease.release().catch(() => undefined);
+      await publisher.disconnect();
+      await redis.quit();
+    },
+  };
+}
+
+/** Deletes an account's keys (snapshot buckets and checkpoint) from Redis. */
+export async function dropAccount(redis: BridgeRedis, keys: ReturnType<typeof accountKeys>): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.scan(cursor, 'MATCH', keys.bucketPattern, 'COUNT', 1000);
+    cursor = next;
+    if (found.length > 0) await redis.unlink(...found);
+  } while (cursor !== '0');
+  await redis.unlink(keys.checkpoint, keys.count, keys.epoch, keys.lease, keys.sweepRequest);
+}
+
+/** Deletes Kafka topics (best effort). */
+export async function dropTopics(brokers: string[], topics: string[]): Promise<void> {
+  const { Kafka, logLevel } = await import('kafkajs');
+  const admin = new Kafka({ clientId: 'bench-cleanup', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics, timeout: 10_000 });
+  } catch {
+    /* best effort */
+  } finally {
+    await admin.disconnect();
+  }
+}

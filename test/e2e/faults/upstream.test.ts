@@ -1,0 +1,158 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator, type SimulatorOptions } from '../../../src/simulator/index.js';
+import { startTestBridge, testEnv, type TestBridge } from '../../helpers/bridge.js';
+import {
+  CheckpointMonitor,
+  Oracle,
+  readTopics,
+  requestSweep,
+  settle,
+  summary,
+  violations,
+} from '../../helpers/oracle.js';
+import { waitFor } from '../../helpers/processes.js';
+
+// Upstream faults while the history runs: (d) a storm of injected 5xx answers, truncated bodies and a throttle far
+// below what the bridge is configured for (503 first, then 429 with Retry-After); (e) every issued token revoked
+// again and again, also mid-pass. The bridge must ride them out with nothing lost or invented.
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+interface Run {
+  sim: Simulator;
+  bridge: TestBridge;
+  oracle: Oracle;
+  monitor: CheckpointMonitor;
+  env: Record<string, string>;
+  topics: { created: string; statusChanged: string; updated: string; deadLetter: string };
+}
+
+async function start(seed: number, sim: SimulatorOptions, overrides: Record<string, string>): Promise<Run> {
+  const simulator = await startSimulator({ reviewCount: 400, seed, ...sim });
+  cleanups.push(() => simulator.close());
+  const env = testEnv(simulator.url, overrides);
+  const monitor = new CheckpointMonitor(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
+  cleanups.push(() => monitor.stop());
+  const bridge = await startTestBridge(env);
+  cleanups.push(() => bridge.stop());
+  return {
+    sim: simulator,
+    bridge,
+    oracle: new Oracle(simulator.control, seed),
+    monitor,
+    env,
+    topics: {
+      created: env.KAFKA_TOPIC_CREATED!,
+      statusChanged: env.KAFKA_TOPIC_STATUS_CHANGED!,
+      updated: env.KAFKA_TOPIC_UPDATED!,
+      deadLetter: env.KAFKA_TOPIC_DEAD_LETTER!,
+    },
+  };
+}
+
+async function judge(run: Run, name: string, historyEnd: number, extra: Record<string, unknown>) {
+  const { env, monitor, oracle, topics } = run;
+  await settle(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!, historyEnd, 120_000);
+  const report = await monitor.stop();
+  const verdict = await oracle.verify(
+    await readTopics(Object.values(topics)),
+    topics,
+    `urn:reviews-bridge:${env.BRIDGE_ACCOUNT}`,
+  );
+  console.log(
+    summary(name, verdict, {
+      ...extra,
+      'settled after the history ended (ms)': Date.now() - historyEnd,
+      checkpoint: report,
+      simulator: run.sim.control.stats(),
+    }),
+  );
+  expect(violations(verdict, { tolerateDetectionDrift: true })).toEqual([]);
+  expect(verdict.statusChangesDelivered + verdict.collapsed).toBe(verdict.truth.statusChanges);
+  expect(report.regressions).toEqual([]);
+  return verdict;
+}
+
+describe('fault: upstream', () => {
+  it('(d) a storm of 5xx, truncated bodies and a low throttle (503, then 429): nothing lost', async () => {
+    const run = await start(
+      51,
+      {
+        rateLimit: { rps: 4, burst: 4, status: 503 },
+        // 503 is left to the throttle: injected at random too, it reads as throttling and the adaptive limiter
+        // halves its rate at every one, down to its floor (rps/100), so the run crawls (seen: ~2 requests/s).
+        faults: { errorRate: 0.3, errorStatuses: [500, 502, 504], truncateRate: 0.1 },
+      },
+      // The bridge believes it may send 20 requests/s: it has to learn the real limit from the answers.
+      { UPSTREAM_RATE_LIMIT_RPS: '20', POLL_INTERVAL_MS: '500' },
+    );
+    const history = run.oracle.runHistory({
+      durationMs: 20_000,
+      pauseMs: [30, 150],
+      passRunning: () => run.monitor.sweepRunning,
+      onStep: async (step) => {
+        if (step % 80 === 0) await requestSweep(run.env.REDIS_URL!, run.env.REDIS_KEY_PREFIX!, run.env.BRIDGE_ACCOUNT!);
+      },
+    });
+    await sleep(10_000);
+    // Then lower still, answered 429 with Retry-After: whatever rate the bridge has settled on, it is too high.
+    run.sim.control.setRateLimit({ rps: 2, burst: 2, status: 429, retryAfterSeconds: 1 });
+    const stats = await history;
+    // The storm subsides to the upstream's normal limit (10 requests/s, 429): errors and truncation stay on. At a
+    // throttle of 2 requests/s the adaptive limiter sits near its floor and incremental polls (every 500 ms) take
+    // the whole budget, so a sweep would crawl; that is by design (sweeps yield to polls), not what is tested here.
+    run.sim.control.setRateLimit({ rps: 10, status: 429 });
+    const historyEnd = Date.now();
+    await judge(run, 'upstream storm: errorRate 0.3, truncateRate 0.1, throttle 4 requests/s', historyEnd, {
+      history: stats,
+    });
+    const sim = run.sim.control.stats();
+    expect(sim.throttled).toBeGreaterThan(0);
+    expect(sim.byStatus['500'] ?? 0).toBeGreaterThan(0);
+    expect(sim.byStatus['503'] ?? 0).toBeGreaterThan(0);
+    expect(sim.byStatus['429'] ?? 0).toBeGreaterThan(0);
+  });
+
+  it('(e) tokens revoked again and again, also mid-pass: nothing lost', async () => {
+    const run = await start(
+      52,
+      { rateLimit: null, tokenTtlSeconds: 3600 },
+      { UPSTREAM_RATE_LIMIT_RPS: '20', UPSTREAM_PAGE_SIZE: '10', POLL_INTERVAL_MS: '400' },
+    );
+    const { env, monitor } = run;
+    const history = run.oracle.runHistory({
+      durationMs: 25_000,
+      pauseMs: [30, 150],
+      passRunning: () => monitor.sweepRunning,
+    });
+    const revocations: string[] = [];
+    // First revocation in the middle of the initial load, then in sweeps and between polls.
+    await waitFor(
+      () => (monitor.last.sweep_kind === 'initial' && Number(monitor.last.sweep_seen) >= 50 ? true : undefined),
+      60_000,
+      'the initial load to be under way',
+      20,
+    );
+    const t0 = Date.now();
+    for (let i = 0; Date.now() - t0 < 22_000; i++) {
+      if (i % 2 === 1) await requestSweep(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
+      await sleep(300 + Math.random() * 1_500);
+      revocations.push(monitor.last.sweep_kind || 'polling');
+      run.sim.control.revokeTokens();
+    }
+    const stats = await history;
+    const historyEnd = Date.now();
+    await judge(run, 'tokens revoked', historyEnd, {
+      revocations: revocations.length,
+      'revoked during': revocations.join(','),
+      history: stats,
+    });
+    const sim = run.sim.control.stats();
+    expect(sim.byStatus['401'] ?? 0).toBeGreaterThan(0);
+    expect(sim.tokensIssued).toBeGreaterThan(revocations.length / 2);
+  });
+});

@@ -1,0 +1,257 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+// Processes the fault suite starts and kills: the bridge CLI as a child process (logs to a file, SIGKILL at will),
+// and private Kafka/Redis servers on their own ports so that stopping them never disturbs the shared ones.
+// Every process is addressed by its pid; nothing here kills by name.
+
+/** Root of the repository (cwd of every child). */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Directory for the fault suite's logs and private data (under .run/, git-ignored). */
+export function runDir(name: string): string {
+  const dir = `${ROOT}.run/faults/${name}`;
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** How a child ended. */
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A child process whose stdout and stderr go to a log file. */
+export interface Child {
+  readonly pid: number;
+  readonly logFile: string;
+  /** Resolves when the process has exited (also when it was killed). */
+  readonly exited: Promise<Exit>;
+  /** True once the process has exited. */
+  readonly alive: boolean;
+  /** Sends a signal; a no-op after exit. */
+  signal(signal: NodeJS.Signals): void;
+  /** SIGKILL and wait for the exit. */
+  kill(): Promise<Exit>;
+  /** SIGTERM, wait up to timeoutMs, then SIGKILL; resolves the exit. */
+  stop(timeoutMs?: number): Promise<Exit>;
+  /** The log so far. */
+  log(): string;
+}
+
+/** Starts a command as a child with output appended to logFile. */
+export function spawnLogged(command: string, args: string[], env: Record<string, string>, logFile: string): Child {
+  const fd = openSync(logFile, 'a');
+  let child: ChildProcess;
+  try {
+    child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', fd, fd] });
+  } finally {
+    closeSync(fd);
+  }
+  if (child.pid === undefined) throw new Error(`could not start ${command} ${args.join(' ')}`);
+  const pid = child.pid;
+  let alive = true;
+  const exited = new Promise<Exit>((resolve) => {
+    child.once('exit', (code, signal) => {
+      alive = false;
+      resolve({ code, signal });
+    });
+  });
+  const send = (signal: NodeJS.Signals) => {
+    if (alive) child.kill(signal);
+  };
+  return {
+    pid,
+    logFile,
+    exited,
+    get alive() {
+      return alive;
+    },
+    signal: send,
+    async kill() {
+      send('SIGKILL');
+      return exited;
+    },
+    async stop(timeoutMs = 20_000) {
+      send('SIGTERM');
+      const timer = setTimeout(() => send('SIGKILL'), timeoutMs);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    log: () => readFileSync(logFile, 'utf8'),
+  };
+}
+
+/** Starts `node --import tsx src/cli.ts run` with the given environment (on top of this process's). */
+export function spawnBridge(env: Record<string, string>, logFile: string): Child {
+  return spawnLogged(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'run'], env, logFile);
+}
+
+/** Runs a CLI command of the bridge to completion and returns its stdout (throws on a non-zero exit). */
+export function runCli(command: string, env: Record<string, string>, timeoutMs = 60_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli.ts', command],
+      { cwd: ROOT, env: { ...process.env, ...env }, timeout: timeoutMs },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`reviews-bridge ${command} failed: ${error.message}\n${stderr}`));
+        else resolve(stdout);
+      },
+    );
+  });
+}
+
+function script(name: string, args: string[], timeoutMs = 300_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('bash', [`scripts/${name}`, ...args], { cwd: ROOT, timeout: timeoutMs }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`scripts/${name} ${args.join(' ')} failed:\n${stdout}${stderr}`));
+      else resolve(stdout + stderr);
+    });
+  });
+}
+
+/** A private single-node Kafka broker run by scripts/kafka.sh on its own port (data kept across stop/start). */
+export class PrivateKafka {
+  constructor(readonly port: number) {}
+
+  get brokers(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Starts the broker (no-op when running) and waits until it serves requests. */
+  start(): Promise<string> {
+    return script('kafka.sh', ['start', String(this.port)]);
+  }
+
+  /** Graceful stop (SIGTERM), data kept. */
+  stop(): Promise<string> {
+    return script('kafka.sh', ['stop', String(this.port)]);
+  }
+
+  /** SIGKILL (a crash), data kept. */
+  kill(): Promise<string> {
+    return script('kafka.sh', ['kill', String(this.port)]);
+  }
+
+  /** Stops it and deletes its data. */
+  clean(): Promise<string> {
+    return script('kafka.sh', ['stop', String(this.port), '--clean']);
+  }
+}
+
+/**
+ * A private redis-server, by default with persistence like a production Redis (append-only file fsynced on every
+ * write, so nothing acknowledged is lost even by SIGKILL), run as a direct child so it can be killed and restarted
+ * by pid.
+ */
+export class PrivateRedis {
+  private child: Child | null = null;
+  private readonly dir: string;
+
+  constructor(
+    readonly port: number,
+    name = `redis-${port}`,
+    /** 'always': AOF fsynced on every write (the default, for fault tests); 'none': memory only (benchmarks). */
+    private readonly persistence: 'always' | 'none' = 'always',
+  ) {
+    this.dir = runDir(name);
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number | null {
+    return this.child?.alive ? this.child.pid : null;
+  }
+
+  /** Deletes the data directory's contents (before the first start). */
+  wipe(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+    mkdirSync(this.dir, { recursive: true });
+  }
+
+  /** Starts the server on the same data directory and waits until it answers PING. */
+  async start(): Promise<void> {
+    if (this.child?.alive) return;
+    this.child = spawnLogged(
+      'redis-server',
+      [
+        '--bind',
+        '127.0.0.1',
+        '--port',
+        String(this.port),
+        '--dir',
+        this.dir,
+        '--appendonly',
+        this.persistence === 'always' ? 'yes' : 'no',
+        '--appendfsync',
+        'always',
+        '--save',
+        '',
+        '--daemonize',
+        'no',
+      ],
+      {},
+      `${this.dir}/redis.log`,
+    );
+    const deadline = Date.now() + 20_000;
+    while (!(await this.pings())) {
+      if (!this.child.alive) throw new Error(`redis-server on ${this.port} exited; see ${this.dir}/redis.log`);
+      if (Date.now() > deadline) throw new Error(`redis-server on ${this.port} did not answer PING`);
+      await sleep(50);
+    }
+  }
+
+  /** SIGKILL: a crash (the append-only file keeps every acknowledged write). */
+  async kill(): Promise<void> {
+    await this.child?.kill();
+  }
+
+  /** SIGTERM: Redis's own graceful shutdown. */
+  async stop(): Promise<void> {
+    await this.child?.stop();
+  }
+
+  private async pings(): Promise<boolean> {
+    const { Socket } = await import('node:net');
+    return new Promise((resolve) => {
+      const socket = new Socket();
+      const done = (ok: boolean) => {
+        socket.destroy();
+        resolve(ok);
+      };
+      socket.setTimeout(1_000, () => done(false));
+      socket.once('error', () => done(false));
+      socket.once('data', (data) => done(data.toString().startsWith('+PONG')));
+      socket.connect(this.port, '127.0.0.1', () => socket.write('PING\r\n'));
+    });
+  }
+}
+
+/** Waits until `check` returns a value other than undefined (polling every intervalMs), or throws. */
+export async function waitFor<T>(
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs: number,
+  what: string,
+  intervalMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let value: T | undefined;
+    try {
+      value = await check();
+    } catch {
+      value = undefined;
+    }
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
