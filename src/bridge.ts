@@ -73,6 +73,8 @@ export class Bridge {
     this.stopController.abort();
     this.workController.abort();
     await this.running;
+    // The page in flight finishes (publish and commit) before the lease goes.
+    await this.deps.poller.drain().catch((err: unknown) => this.deps.logger.warn({ err }, 'page in flight failed'));
     await this.deps.lease.release().catch((err: unknown) => this.deps.logger.warn({ err }, 'lease release failed'));
     this.deps.metrics.setLeadership('standby', 0);
   }

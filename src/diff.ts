@@ -52,7 +52,6 @@ export function diffReview(input: DiffInput): DiffResult {
     previous: null,
     detection: input.detection,
     stateDigest: `${review.updated_date}|${base.client}|${base.pwr}|${fp.digest}`,
-    detectedAt: input.fetchedAt,
   };
 
   if (prev === null) {

@@ -12,7 +12,9 @@ export const EVENT_TYPES = ['review.created', 'review.status_changed', 'review.u
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** How a change was found: the initial load of an empty snapshot, an incremental poll, or a reconciliation sweep. */
-export const Detection = z.enum(['initial', 'incremental', 'sweep']);
+export const Detection = z
+  .enum(['initial', 'incremental', 'sweep'])
+  .describe('which pass delivered this copy; a re-delivery of the same id after a crash may name another pass');
 
 /** How a change was found. */
 export type Detection = z.infer<typeof Detection>;
@@ -122,8 +124,6 @@ export interface EventContext {
   detection: Detection;
   /** Digest of the review's state (updated_date, statuses, fingerprint): part of the event id. */
   stateDigest: string;
-  /** When the change was detected, for events whose change has no upstream timestamp (edits). */
-  detectedAt: number;
 }
 
 function common(ctx: EventContext, type: EventType, sequence: number, time: number) {

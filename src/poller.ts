@@ -57,8 +57,24 @@ const DEAD_LETTER_MEMORY_SECONDS = 86_400;
 export class Poller {
   private readonly clock: () => number;
 
+  // Page N's publish and commit run while page N+1 is read and diffed (the bridge is otherwise idle while Kafka
+  // and Redis acknowledge). At most one page is in flight; `inflightWrites` are the entries it will commit, so the
+  // next page of the same run diffs against them, and anything else waits for it first (drain).
+  private inflight: Promise<void> | null = null;
+  private inflightWrites: Map<number, SnapshotEntry> | null = null;
+  private inflightRun: object | null = null;
+
   constructor(private readonly deps: PollerDeps) {
     this.clock = deps.clock ?? Date.now;
+  }
+
+  /** Waits until the page in flight is published and committed; rethrows its failure. */
+  async drain(): Promise<void> {
+    const inflight = this.inflight;
+    this.inflight = null;
+    this.inflightWrites = null;
+    this.inflightRun = null;
+    if (inflight) await inflight;
   }
 
   /** The checkpoint as committed. */
@@ -73,6 +89,8 @@ export class Poller {
    */
   async incremental(epoch: number, signal: AbortSignal): Promise<PassSummary> {
     const started = this.clock();
+    await this.drain();
+    const run = {};
     const ckpt = await this.deps.store.checkpoint();
     if (!ckpt.initialDone || ckpt.watermark === null) throw new Error('incremental poll before the initial load');
     const summary = emptySummary();
@@ -80,8 +98,10 @@ export class Poller {
     const since = Math.max(0, ckpt.watermark - this.deps.overlapMs);
     for await (const page of this.deps.source.pages({ updatedSince: since, kind: 'incremental', signal })) {
       for (const r of page.reviews) maxSeen = Math.max(maxSeen, r.updated_date);
-      await this.processPage(epoch, page, 'incremental', 'incremental', summary, null, false);
+      await this.processPage(run, epoch, page, 'incremental', 'incremental', summary, null, false);
     }
+    // The watermark may move only once every page of the poll is committed.
+    await this.drain();
     const now = this.clock();
     await this.commit(epoch, [], { watermark: Math.min(maxSeen, started), lastIncrementalAt: now });
     this.deps.metrics.setWatermark(Math.max(ckpt.watermark, Math.min(maxSeen, started)));
@@ -91,6 +111,8 @@ export class Poller {
 
   /** Starts or resumes (from its checkpointed cursor) a sweep; the initial load when the snapshot is empty. */
   async openSweep(epoch: number, signal: AbortSignal): Promise<SweepRun> {
+    await this.drain();
+    const run = {};
     const ckpt = await this.deps.store.checkpoint();
     let state = ckpt.sweep;
     if (state === null) {
@@ -111,6 +133,7 @@ export class Poller {
       step: async () => {
         const next = await pages.next();
         if (next.done) {
+          await this.drain();
           const now = this.clock();
           // The initial load covers everything changed before it started; polls take over from there.
           const update: CheckpointUpdate = { sweep: null, lastSweepAt: now, initialDone: true };
@@ -124,7 +147,16 @@ export class Poller {
         sweep.cursor = page.nextCursor;
         sweep.seen += page.reviews.length + page.rejects.length;
         const dueCursor = this.clock() - lastCursorCommit >= CURSOR_COMMIT_INTERVAL_MS;
-        const committed = await this.processPage(epoch, page, detection, 'sweep', summary, sweep, dueCursor);
+        const committed = await this.processPage(
+          run,
+          epoch,
+          page,
+          detection,
+          'sweep',
+          summary,
+          { ...sweep },
+          dueCursor,
+        );
         if (committed) lastCursorCommit = this.clock();
         this.deps.metrics.sweepProgress(sweep.seen, true);
         return true;
@@ -133,10 +165,12 @@ export class Poller {
   }
 
   /**
-   * Read, diff, publish, commit one page. A sweep's state is checkpointed with every commit; a page with nothing
-   * to write commits only when `forceCommit` says its cursor is due. Resolves whether a commit was made.
+   * Read and diff one page now, then publish and commit it once the page before it is committed; the caller goes
+   * on with the next page meanwhile. A sweep's state is checkpointed with every commit; a page with nothing to
+   * write commits only when `forceCommit` says its cursor is due. Resolves whether a commit will be made.
    */
   private async processPage(
+    run: object,
     epoch: number,
     page: Page,
     detection: Detection,
@@ -145,14 +179,15 @@ export class Poller {
     sweep: Checkpoint['sweep'],
     forceCommit: boolean,
   ): Promise<boolean> {
-    const { metrics } = this.deps;
+    if (this.inflightRun !== run) await this.drain();
+    const overlay = this.inflightWrites;
     const ids = page.reviews.map((r) => r.id);
     const known = await this.deps.store.read(ids);
     const events: ReviewEvent[] = [];
     const writes = new Map<number, SnapshotEntry>();
     const suppressCreated = detection === 'initial' && this.deps.initialLoadMode === 'suppress';
     for (const review of page.reviews) {
-      const previous = writes.get(review.id) ?? known.get(review.id) ?? null;
+      const previous = writes.get(review.id) ?? overlay?.get(review.id) ?? known.get(review.id) ?? null;
       const result = diffReview({
         previous,
         review,
@@ -176,20 +211,27 @@ export class Poller {
     const deadLetters: DeadLetter[] = page.rejects
       .filter((_, i) => unseen.has(digests[i]!))
       .map((reject) => ({ reject, pass: kind, detectedAt: now }));
-
-    if (events.length > 0 || deadLetters.length > 0) {
-      const t0 = performance.now();
-      await this.deps.sink.publish(events, deadLetters);
-      metrics.observePublish((performance.now() - t0) / 1000);
-    }
-    await this.deps.beforeCommit?.(page);
-
     const mustCommit = writes.size > 0 || forceCommit;
-    if (mustCommit) {
-      await this.commit(epoch, [...writes.entries()], sweep ? { sweep: { ...sweep } } : {});
-    }
-    if (unseen.size > 0) await this.deps.store.rememberDeadLetters(unseen, DEAD_LETTER_MEMORY_SECONDS);
-    this.record(page, events, deadLetters, detection, summary);
+
+    // Order: this page is published only after the page before it is committed.
+    await this.drain();
+    const finish = async () => {
+      if (events.length > 0 || deadLetters.length > 0) {
+        const t0 = performance.now();
+        await this.deps.sink.publish(events, deadLetters);
+        this.deps.metrics.observePublish((performance.now() - t0) / 1000);
+      }
+      await this.deps.beforeCommit?.(page);
+      if (mustCommit) await this.commit(epoch, [...writes.entries()], sweep ? { sweep } : {});
+      if (unseen.size > 0) await this.deps.store.rememberDeadLetters(unseen, DEAD_LETTER_MEMORY_SECONDS);
+      this.record(page, events, deadLetters, detection, summary);
+    };
+    const inflight = finish();
+    // Observed by the next drain; until then, keep Node from reporting it as unhandled.
+    inflight.catch(() => undefined);
+    this.inflight = inflight;
+    this.inflightWrites = writes;
+    this.inflightRun = run;
     return mustCommit;
   }
 

@@ -44,11 +44,28 @@ function fnv16(text: string): number {
   return ((h >>> 16) ^ h) & 0xffff;
 }
 
+// A canonical, type-tagged text of a field value: cheaper than JSON.stringify for the usual strings and numbers
+// (this runs for every field of every review of every pass), and "1" and 1 still differ.
+function canonical(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return `s${value}`;
+    case 'number':
+      return `n${value}`;
+    case 'boolean':
+      return value ? 't' : 'f';
+    case 'undefined':
+      return '';
+    default:
+      return value === null ? '' : `j${JSON.stringify(value)}`;
+  }
+}
+
 /** Fingerprints a review's non-status fields; missing and null count as the same value. */
 export function fingerprint(review: Review): Fingerprint {
   const parts: string[] = [];
   const record = review as Record<string, unknown>;
-  for (const field of TRACKED_FIELDS) parts.push(JSON.stringify(record[field] ?? null));
+  for (const field of TRACKED_FIELDS) parts.push(canonical(record[field]));
   const extraKeys = Object.keys(record)
     .filter((k) => !EXCLUDED.has(k) && !TRACKED.has(k) && record[k] !== undefined && record[k] !== null)
     .sort();
