@@ -12,11 +12,11 @@ import { dropAccount, dropTopics, round, services, uniqueName, writeResult } fro
 // defaults (pages of 100, POLL_INTERVAL_MS 5000). Two passes per configuration: the initial load (every
 // review.created published) and a reconciliation sweep of the unchanged reviews (incremental polls every 5 s
 // share the budget). Reviews/s as a fraction of the 1,000 reviews/s ceiling (10 requests/s x 100), and the
-// requests the simulator throttled. Configurations: BENCH_FULL_RPS (default "9.5,10"), the bridge's
-// UPSTREAM_RATE_LIMIT_RPS (9.5 is its default).
+// requests the simulator throttled. Configurations: BENCH_FULL_RPS (default "9.6,10"), the bridge's
+// UPSTREAM_RATE_LIMIT_RPS (9.6 is its default).
 
 const N = Number(process.env.BENCH_FULL_REVIEWS ?? 30_000);
-const RATES = (process.env.BENCH_FULL_RPS ?? '9.5,10').split(',').map(Number);
+const RATES = (process.env.BENCH_FULL_RPS ?? '9.6,10').split(',').map(Number);
 const CEILING = 1_000;
 const { kafkaBrokers, redisUrl } = services();
 
