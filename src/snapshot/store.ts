@@ -3,7 +3,7 @@ import { decodeEntry, encodeEntry, type SnapshotEntry } from './entry.js';
 
 // The snapshot store: the bridge's memory of every review, and the checkpoint that says how far it got.
 // Entries live in hash buckets of 128 reviews (field = id within the bucket) because small hashes are stored as
-// compact listpacks: this is what keeps the snapshot near 100 bytes a review.
+// compact listpacks: this is what keeps the snapshot at 80-120 bytes a review.
 
 const BUCKET_BITS = 7;
 
