@@ -62,6 +62,21 @@ export function redisFromConfig(config: BridgeConfig): {
   return { redis, store: new SnapshotStore(redis, keys), keys };
 }
 
+/** The passes of the configured account over the given adapters. */
+export function pollerFromConfig(
+  config: BridgeConfig,
+  adapters: Pick<PollerDeps, 'source' | 'store' | 'sink' | 'metrics' | 'logger'>,
+  options: AppOptions = {},
+): Poller {
+  return new Poller({
+    ...adapters,
+    eventSource: config.eventSource,
+    initialLoadMode: config.initialLoadMode,
+    overlapMs: config.poll.overlapMs,
+    beforeCommit: options.beforeCommit,
+  });
+}
+
 /** Starts the ops server, connects Kafka (retrying until it answers) and starts the poll loop. */
 export async function startApp(config: BridgeConfig, logger: Logger, options: AppOptions = {}): Promise<App> {
   const metrics = new BridgeMetrics({ account: config.account });
@@ -69,17 +84,7 @@ export async function startApp(config: BridgeConfig, logger: Logger, options: Ap
   const lease = new Lease(redis, keys, config.lease.ttlMs);
   const publisher = new KafkaPublisher(config.kafka, config.account, logger);
   const source = upstreamFromConfig(config, metrics, logger);
-  const poller = new Poller({
-    source,
-    store,
-    sink: publisher,
-    metrics,
-    logger,
-    eventSource: config.eventSource,
-    initialLoadMode: config.initialLoadMode,
-    overlapMs: config.poll.overlapMs,
-    beforeCommit: options.beforeCommit,
-  });
+  const poller = pollerFromConfig(config, { source, store, sink: publisher, metrics, logger }, options);
   const bridge = new Bridge({
     poller,
     store,

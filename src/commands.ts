@@ -1,9 +1,8 @@
-import { startApp, redisFromConfig, upstreamFromConfig } from './app.js';
+import { pollerFromConfig, redisFromConfig, startApp, upstreamFromConfig } from './app.js';
 import { ConfigError, loadConfig, type BridgeConfig } from './config.js';
 import { Lease, leaseHolder } from './lease.js';
 import { createLogger } from './logger.js';
 import { BridgeMetrics } from './metrics.js';
-import { Poller } from './poller.js';
 import { KafkaPublisher } from './publisher.js';
 
 // The commands: `run` (the service), `sweep` (one full pass now), `status`, `simulate` (the upstream stand-in).
@@ -71,16 +70,7 @@ async function sweep(config: BridgeConfig): Promise<void> {
     const source = upstreamFromConfig(config, metrics, logger);
     try {
       await publisher.connect();
-      const poller = new Poller({
-        source,
-        store,
-        sink: publisher,
-        metrics,
-        logger,
-        eventSource: config.eventSource,
-        initialLoadMode: config.initialLoadMode,
-        overlapMs: config.poll.overlapMs,
-      });
+      const poller = pollerFromConfig(config, { source, store, sink: publisher, metrics, logger });
       const run = await poller.openSweep(epoch, new AbortController().signal);
       while (await run.step()) {
         /* one page at a time */
