@@ -1,28 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { startSimulator } from '../../../src/simulator/index.js';
-import type { Simulator } from '../../../src/simulator/index.js';
-import type { UpstreamClient } from '../../../src/upstream/client.js';
 import { UpstreamError, isUpstreamError } from '../../../src/upstream/errors.js';
-import { drain, failure, range, testClient } from './helpers.js';
+import { drain, failure, range, testClient, perTestResources } from './helpers.js';
 
 // Faults over real HTTP: injected 5xx, truncated and oversized bodies, malformed records, unasked compression.
 
-const cleanup: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
-
-async function simulator(opts: Parameters<typeof startSimulator>[0]): Promise<Simulator> {
-  const sim = await startSimulator(opts);
-  cleanup.push(() => sim.close());
-  return sim;
-}
-
-function track<T extends { client: UpstreamClient }>(made: T): T {
-  cleanup.push(() => made.client.close());
-  return made;
-}
+const { simulator, track } = perTestResources();
 
 describe('upstream client faults (simulator)', () => {
   it('retries injected 5xx answers and truncated bodies until the pass completes', async () => {

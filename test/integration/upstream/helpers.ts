@@ -1,3 +1,5 @@
+import { afterEach } from 'vitest';
+import { startSimulator, type Simulator } from '../../../src/simulator/index.js';
 import { createUpstreamClient, type UpstreamClient, type UpstreamClientConfig } from '../../../src/upstream/client.js';
 import { fileOrEnvCredentials } from '../../../src/upstream/credentials.js';
 import type { ListOptions, Page, Reject, UpstreamHooks } from '../../../src/upstream/types.js';
@@ -105,4 +107,28 @@ export async function failure(promise: Promise<unknown>): Promise<Error> {
     return err as Error;
   }
   throw new Error('expected the operation to fail');
+}
+
+/** Simulators and clients a test file starts, closed after each test (`cleanup` takes anything else). */
+export function perTestResources(): {
+  simulator(opts: Parameters<typeof startSimulator>[0]): Promise<Simulator>;
+  track<T extends { client: UpstreamClient }>(made: T): T;
+  cleanup: (() => Promise<unknown>)[];
+} {
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+  return {
+    async simulator(opts) {
+      const sim = await startSimulator(opts);
+      cleanup.push(() => sim.close());
+      return sim;
+    },
+    track(made) {
+      cleanup.push(() => made.client.close());
+      return made;
+    },
+    cleanup,
+  };
 }

@@ -1,27 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { getEventListeners } from 'node:events';
-import { startSimulator } from '../../../src/simulator/index.js';
-import type { Simulator } from '../../../src/simulator/index.js';
-import type { UpstreamClient } from '../../../src/upstream/client.js';
-import { drain, range, testClient } from './helpers.js';
+import { drain, range, testClient, perTestResources } from './helpers.js';
 
 // Cursor shapes the spec leaves open, followed over real HTTP against the simulator.
 
-const cleanup: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
-
-async function simulator(opts: Parameters<typeof startSimulator>[0]): Promise<Simulator> {
-  const sim = await startSimulator(opts);
-  cleanup.push(() => sim.close());
-  return sim;
-}
-
-function track<T extends { client: UpstreamClient }>(made: T): T {
-  cleanup.push(() => made.client.close());
-  return made;
-}
+const { simulator, track } = perTestResources();
 
 describe('upstream client pagination (simulator)', () => {
   it('follows a top-level next_page cursor (detected) to the end', async () => {

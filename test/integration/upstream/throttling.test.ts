@@ -1,27 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../../src/simulator/index.js';
-import type { Simulator } from '../../../src/simulator/index.js';
-import type { UpstreamClient } from '../../../src/upstream/client.js';
-import { drain, range, testClient, type HookLog } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { drain, range, testClient, type HookLog, perTestResources } from './helpers.js';
 
 // A client configured far above what the upstream allows must still finish its pass: the limiter adapts (AIMD),
 // Retry-After pauses everything, and the number of throttled answers stays bounded.
 
-const cleanup: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
-
-async function simulator(opts: Parameters<typeof startSimulator>[0]): Promise<Simulator> {
-  const sim = await startSimulator(opts);
-  cleanup.push(() => sim.close());
-  return sim;
-}
-
-function track<T extends { client: UpstreamClient }>(made: T): T {
-  cleanup.push(() => made.client.close());
-  return made;
-}
+const { simulator, track } = perTestResources();
 
 /** For each throttled answer, the gap until the next request was sent. */
 function gapsAfterThrottle(log: HookLog): number[] {
