@@ -5,7 +5,16 @@ import { loadConfig } from '../src/config.js';
 import { accountKeys, connectRedis } from '../src/redis.js';
 import { startSimulator } from '../src/simulator/index.js';
 import { SnapshotStore } from '../src/snapshot/store.js';
-import { dropAccount, dropTopics, round, services, uniqueName, writeResult } from './lib.js';
+import {
+  BENCH_KEY_PREFIX,
+  benchEnv,
+  dropAccount,
+  dropTopics,
+  round,
+  services,
+  uniqueName,
+  writeResult,
+} from './lib.js';
 
 // A full pass at the upstream's own limit: the simulator with its default throttle (10 requests/s, burst 10, 503),
 // BENCH_FULL_REVIEWS (default 30,000) reviews, the real bridge (startApp) on the shared Kafka and Redis with its
@@ -34,27 +43,10 @@ interface PassResult {
 async function runConfiguration(rps: number): Promise<Record<string, PassResult>> {
   const sim = await startSimulator({ reviewCount: N, seed: 7 });
   const account = uniqueName('bench-full');
-  const env = {
-    BRIDGE_ACCOUNT: account,
-    UPSTREAM_BASE_URL: sim.url,
-    UPSTREAM_CLIENT_ID: 'demo-client',
-    UPSTREAM_CLIENT_SECRET: 'demo-secret',
-    UPSTREAM_RATE_LIMIT_RPS: String(rps),
-    KAFKA_BROKERS: kafkaBrokers.join(','),
-    KAFKA_TOPIC_CREATED: `${account}.created`,
-    KAFKA_TOPIC_STATUS_CHANGED: `${account}.status_changed`,
-    KAFKA_TOPIC_UPDATED: `${account}.updated`,
-    KAFKA_TOPIC_DEAD_LETTER: `${account}.dead_letter`,
-    REDIS_URL: redisUrl,
-    REDIS_KEY_PREFIX: 'rbbench',
-    SWEEP_INTERVAL_MS: '0',
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    LOG_LEVEL: 'warn',
-  };
+  const env = benchEnv(account, sim.url, { UPSTREAM_RATE_LIMIT_RPS: String(rps) });
   const config = loadConfig(env);
   const redis = connectRedis(redisUrl);
-  const keys = accountKeys('rbbench', account);
+  const keys = accountKeys(BENCH_KEY_PREFIX, account);
   const store = new SnapshotStore(redis, keys);
 
   // Pass duration from the checkpoint (the sweep's startedAt, sampled while it runs, to its lastSweepAt).

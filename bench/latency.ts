@@ -7,7 +7,17 @@ import type { ReviewStatusChangedEvent } from '../src/events.js';
 import { accountKeys, connectRedis } from '../src/redis.js';
 import { startSimulator } from '../src/simulator/index.js';
 import { SnapshotStore } from '../src/snapshot/store.js';
-import { dropAccount, dropTopics, percentile, round, services, uniqueName, writeResult } from './lib.js';
+import {
+  BENCH_KEY_PREFIX,
+  benchEnv,
+  dropAccount,
+  dropTopics,
+  percentile,
+  round,
+  services,
+  uniqueName,
+  writeResult,
+} from './lib.js';
 
 // Latency from a status change in the simulator to its review.status_changed event in a Kafka consumer, at the
 // bridge's default poll interval (5 s) and the simulator's default throttle (10 requests/s). BENCH_CHANGES
@@ -20,25 +30,12 @@ const { kafkaBrokers, redisUrl } = services();
 
 const sim = await startSimulator({ reviewCount: 2_000, seed: 9 });
 const account = uniqueName('bench-latency');
-const config = loadConfig({
-  BRIDGE_ACCOUNT: account,
-  UPSTREAM_BASE_URL: sim.url,
-  UPSTREAM_CLIENT_ID: 'demo-client',
-  UPSTREAM_CLIENT_SECRET: 'demo-secret',
-  KAFKA_BROKERS: kafkaBrokers.join(','),
-  KAFKA_TOPIC_CREATED: `${account}.created`,
-  KAFKA_TOPIC_STATUS_CHANGED: `${account}.status_changed`,
-  KAFKA_TOPIC_UPDATED: `${account}.updated`,
-  KAFKA_TOPIC_DEAD_LETTER: `${account}.dead_letter`,
-  REDIS_URL: redisUrl,
-  REDIS_KEY_PREFIX: 'rbbench',
-  POLL_INTERVAL_MS: String(POLL_MS),
-  HTTP_HOST: '127.0.0.1',
-  HTTP_PORT: '0',
-  LOG_LEVEL: 'warn',
-});
+// Scheduled sweeps keep their default (daily): none is due within the run.
+const config = loadConfig(
+  benchEnv(account, sim.url, { POLL_INTERVAL_MS: String(POLL_MS), SWEEP_INTERVAL_MS: '86400000' }),
+);
 const redis = connectRedis(redisUrl);
-const keys = accountKeys('rbbench', account);
+const keys = accountKeys(BENCH_KEY_PREFIX, account);
 const store = new SnapshotStore(redis, keys);
 const app = await startApp(config, pino({ level: 'warn' }));
 const kafka = new Kafka({ clientId: 'bench-latency', brokers: kafkaBrokers, logLevel: logLevel.NOTHING });

@@ -24,6 +24,39 @@ export function services(): { kafkaBrokers: string[]; redisUrl: string } {
   };
 }
 
+/** Key prefix of every benchmark account in Redis. */
+export const BENCH_KEY_PREFIX = 'rbbench';
+
+/**
+ * The environment of a whole-bridge benchmark run (startApp against an upstream URL): its own account and topics
+ * on the shared services, the demo credentials, no scheduled sweeps, quiet logs; overrides win.
+ */
+export function benchEnv(
+  account: string,
+  upstreamUrl: string,
+  overrides: Record<string, string> = {},
+): Record<string, string> {
+  const { kafkaBrokers, redisUrl } = services();
+  return {
+    BRIDGE_ACCOUNT: account,
+    UPSTREAM_BASE_URL: upstreamUrl,
+    UPSTREAM_CLIENT_ID: 'demo-client',
+    UPSTREAM_CLIENT_SECRET: 'demo-secret',
+    KAFKA_BROKERS: kafkaBrokers.join(','),
+    KAFKA_TOPIC_CREATED: `${account}.created`,
+    KAFKA_TOPIC_STATUS_CHANGED: `${account}.status_changed`,
+    KAFKA_TOPIC_UPDATED: `${account}.updated`,
+    KAFKA_TOPIC_DEAD_LETTER: `${account}.dead_letter`,
+    REDIS_URL: redisUrl,
+    REDIS_KEY_PREFIX: BENCH_KEY_PREFIX,
+    SWEEP_INTERVAL_MS: '0',
+    HTTP_HOST: '127.0.0.1',
+    HTTP_PORT: '0',
+    LOG_LEVEL: 'warn',
+    ...overrides,
+  };
+}
+
 /** What the figures were measured on. */
 export function machine(): Record<string, unknown> {
   return {
@@ -200,7 +233,7 @@ export async function benchPoller(
   const account = uniqueName(options.prefix ?? 'bench');
   const logger = pino({ level: 'silent' });
   const redis = connectRedis(options.redisUrl);
-  const keys = accountKeys('rbbench', account);
+  const keys = accountKeys(BENCH_KEY_PREFIX, account);
   const store = new SnapshotStore(redis, keys);
   const topics = {
     created: `${account}.created`,

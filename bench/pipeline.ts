@@ -17,6 +17,8 @@ import {
   services,
   uniqueName,
   writeResult,
+  benchEnv,
+  BENCH_KEY_PREFIX,
 } from './lib.js';
 
 // The bridge's pipeline without the upstream's limit.
@@ -137,28 +139,10 @@ async function viaSimulator(redisUrl: string): Promise<Record<string, unknown>> 
       await sleep(100);
     }
     const account = uniqueName('bench-sim');
-    const env = {
-      BRIDGE_ACCOUNT: account,
-      UPSTREAM_BASE_URL: url,
-      UPSTREAM_CLIENT_ID: 'demo-client',
-      UPSTREAM_CLIENT_SECRET: 'demo-secret',
-      UPSTREAM_RATE_LIMIT_RPS: '1000',
-      KAFKA_BROKERS: kafkaBrokers.join(','),
-      KAFKA_TOPIC_CREATED: `${account}.created`,
-      KAFKA_TOPIC_STATUS_CHANGED: `${account}.status_changed`,
-      KAFKA_TOPIC_UPDATED: `${account}.updated`,
-      KAFKA_TOPIC_DEAD_LETTER: `${account}.dead_letter`,
-      REDIS_URL: redisUrl,
-      REDIS_KEY_PREFIX: 'rbbench',
-      POLL_INTERVAL_MS: '5000',
-      SWEEP_INTERVAL_MS: '0',
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: '0',
-      LOG_LEVEL: 'warn',
-    };
+    const env = benchEnv(account, url, { UPSTREAM_RATE_LIMIT_RPS: '1000', POLL_INTERVAL_MS: '5000' });
     const config = loadConfig(env);
     const redis = connectRedis(redisUrl);
-    const keys = accountKeys('rbbench', account);
+    const keys = accountKeys(BENCH_KEY_PREFIX, account);
     const store = new SnapshotStore(redis, keys);
     // Pass duration from the checkpoint: the sweep's startedAt (sampled while it runs) to its lastSweepAt, so
     // neither the process start-up nor the loop's wait to take a sweep request counts.
