@@ -1,8 +1,9 @@
 # reviews-bridge container image. Build: docker build -t reviews-bridge:0.1.0 .
 # One image for the bridge (`run`, the default) and the upstream simulator (`simulate ...`).
 # The base image is pinned to a full version tag; pin it by digest too where the registry is reachable
-# (node:20.20.2-bookworm-slim@sha256:...), and bump both together.
-ARG NODE_IMAGE=node:20.20.2-bookworm-slim
+# (node:24.21.0-bookworm-slim@sha256:...), and bump both together; keep it on the Node version the tests run on
+# (NODE24_VERSION in scripts/node.sh).
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 # --- build: full dependency tree, TypeScript compiled to dist/
 FROM ${NODE_IMAGE} AS build

@@ -5,7 +5,8 @@ import { pino } from 'pino';
 import type { BridgeConfig } from '../src/config.js';
 import { Lease } from '../src/lease.js';
 import { BridgeMetrics } from '../src/metrics.js';
-import { Poller } from '../src/poller.js';
+import { Passes } from '../src/passes/index.js';
+import { LeaseKeeper } from '../src/lease-keeper.js';
 import { KafkaPublisher } from '../src/publisher.js';
 import { accountKeys, connectRedis, type BridgeRedis } from '../src/redis.js';
 import { generateBaseReview } from '../src/simulator/data.js';
@@ -14,7 +15,7 @@ import type { ListOptions, Page, ReviewSource } from '../src/upstream/types.js';
 import { listingRecords, validateRecords } from '../src/upstream/validate.js';
 
 // Shared pieces of the benchmarks: where the services are, the machine, result files, samplers, an in-memory
-// review source and a Poller wired to real Redis and Kafka without the HTTP upstream.
+// review source and the passes wired to real Redis and Kafka without the HTTP upstream.
 
 /** Kafka and Redis of the run: the environment (source .run/services.env) or the project's default ports. */
 export function services(): { kafkaBrokers: string[]; redisUrl: string } {
@@ -47,6 +48,9 @@ export function benchEnv(
     KAFKA_TOPIC_STATUS_CHANGED: `${account}.status_changed`,
     KAFKA_TOPIC_UPDATED: `${account}.updated`,
     KAFKA_TOPIC_DEAD_LETTER: `${account}.dead_letter`,
+    KAFKA_TOPIC_STATE: `${account}.state`,
+    KAFKA_TOPIC_DELETED: `${account}.deleted`,
+    KAFKA_TOPIC_HEARTBEAT: `${account}.heartbeat`,
     REDIS_URL: redisUrl,
     REDIS_KEY_PREFIX: BENCH_KEY_PREFIX,
     SWEEP_INTERVAL_MS: '0',
@@ -211,9 +215,9 @@ export class InMemorySource implements ReviewSource {
   async close(): Promise<void> {}
 }
 
-/** A Poller on real Redis and Kafka for one fresh account, holding the lease. */
-export interface BenchPoller {
-  poller: Poller;
+/** The passes on real Redis and Kafka for one fresh account, holding the lease. */
+export interface BenchPasses {
+  passes: Passes;
   epoch: number;
   account: string;
   redis: BridgeRedis;
@@ -225,11 +229,11 @@ export interface BenchPoller {
   close(): Promise<void>;
 }
 
-/** Builds a Poller for `source` with the bridge's real SnapshotStore, KafkaPublisher, BridgeMetrics and Lease. */
-export async function benchPoller(
+/** Builds the passes for `source` with the bridge's real SnapshotStore, KafkaPublisher, BridgeMetrics and Lease. */
+export async function benchPasses(
   source: ReviewSource,
   options: { redisUrl: string; kafkaBrokers: string[]; initialLoadMode?: 'mark' | 'suppress'; prefix?: string },
-): Promise<BenchPoller> {
+): Promise<BenchPasses> {
   const account = uniqueName(options.prefix ?? 'bench');
   const logger = pino({ level: 'silent' });
   const redis = connectRedis(options.redisUrl);
@@ -240,6 +244,9 @@ export async function benchPoller(
     statusChanged: `${account}.status_changed`,
     updated: `${account}.updated`,
     deadLetter: `${account}.dead_letter`,
+    state: `${account}.state`,
+    deleted: `${account}.deleted`,
+    heartbeat: `${account}.heartbeat`,
   };
   const publisher = new KafkaPublisher(
     {
@@ -257,21 +264,23 @@ export async function benchPoller(
   );
   await publisher.connect();
   const metrics = new BridgeMetrics({ account });
-  const lease = new Lease(redis, keys, 60_000);
-  const epoch = await lease.renew();
-  const renew = setInterval(() => void lease.renew().catch(() => undefined), 10_000);
-  const poller = new Poller({
+  const keeper = new LeaseKeeper(new Lease(redis, keys, 60_000), { periodMs: 10_000, logger });
+  const epoch = await keeper.renewNow();
+  keeper.start();
+  const passes = new Passes(
+    {
+      snapshot: store,
+      sink: publisher,
+      metrics,
+      logger,
+      eventSource: `urn:reviews-bridge:${account}`,
+      initialLoadMode: options.initialLoadMode ?? 'mark',
+    },
     source,
-    store,
-    sink: publisher,
-    metrics,
-    logger,
-    eventSource: `urn:reviews-bridge:${account}`,
-    initialLoadMode: options.initialLoadMode ?? 'mark',
-    overlapMs: 300_000,
-  });
+    { overlapMs: 300_000, metrics, deleteMaxFraction: null, account },
+  );
   return {
-    poller,
+    passes,
     epoch,
     account,
     redis,
@@ -279,15 +288,11 @@ export async function benchPoller(
     topics,
     keys,
     async sweep() {
-      const run = await poller.openSweep(epoch, new AbortController().signal);
-      while (await run.step()) {
-        /* page by page */
-      }
+      const run = await passes.fullScan(epoch, new AbortController().signal);
       return { ...run.summary };
     },
     async close() {
-      clearInterval(renew);
-      await lease.release().catch(() => undefined);
+      await keeper.release().catch(() => undefined);
       await publisher.disconnect();
       await redis.quit();
     },

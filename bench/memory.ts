@@ -1,6 +1,6 @@
 import { PrivateRedis } from '../test/helpers/processes.js';
 import {
-  benchPoller,
+  benchPasses,
   dropAccount,
   dropTopics,
   InMemorySource,
@@ -30,7 +30,7 @@ const redisServer = new PrivateRedis(REDIS_PORT, 'bench-redis', 'none');
 redisServer.wipe();
 await redisServer.start();
 try {
-  const bp = await benchPoller(new InMemorySource({ count: N }), {
+  const bp = await benchPasses(new InMemorySource({ count: N }), {
     redisUrl: redisServer.url,
     kafkaBrokers,
     initialLoadMode: 'suppress',
@@ -94,7 +94,7 @@ try {
   await bp.close();
 
   // Publish included, on a fresh account.
-  const pub = await benchPoller(new InMemorySource({ count: N_PUBLISH }), { redisUrl: redisServer.url, kafkaBrokers });
+  const pub = await benchPasses(new InMemorySource({ count: N_PUBLISH }), { redisUrl: redisServer.url, kafkaBrokers });
   try {
     await pass('initialLoadPublished', N_PUBLISH, () => pub.sweep());
   } finally {
@@ -105,7 +105,7 @@ try {
 
   const maxRss = Math.max(...Object.values(passes).map((p) => (p as { rssMiB: { max: number } }).rssMiB.max));
   const result = {
-    setup: `in-memory source generating pages on demand; real Poller/SnapshotStore/KafkaPublisher; private redis-server ${redisServer.url}`,
+    setup: `in-memory source generating pages on demand; real Passes/SnapshotStore/KafkaPublisher; private redis-server ${redisServer.url}`,
     passes,
     snapshot,
     targets: {

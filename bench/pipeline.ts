@@ -7,7 +7,7 @@ import { accountKeys, connectRedis } from '../src/redis.js';
 import { SnapshotStore } from '../src/snapshot/store.js';
 import { PrivateRedis, spawnLogged, runDir } from '../test/helpers/processes.js';
 import {
-  benchPoller,
+  benchPasses,
   cpuMeter,
   dropAccount,
   dropTopics,
@@ -23,7 +23,7 @@ import {
 
 // The bridge's pipeline without the upstream's limit.
 //  1. In-memory source (JSON bodies parsed and validated per record as the upstream client does, no HTTP) feeding
-//     the real Poller, SnapshotStore (private redis-server), KafkaPublisher (the shared broker), BridgeMetrics and
+//     the real passes, SnapshotStore (private redis-server), KafkaPublisher (the shared broker), BridgeMetrics and
 //     Lease: a pass of new reviews (initial load, every review.created published and acknowledged) and a pass of
 //     unchanged reviews (a sweep: read snapshot, diff, nothing to publish, cursor commits).
 //  2. The same two passes through the whole bridge (startApp) against the simulator run as a separate process
@@ -72,7 +72,7 @@ async function measure(reviews: number, run: () => Promise<{ events: number }>):
 async function inMemory(redisUrl: string): Promise<Record<string, unknown>> {
   // Warm-up on a small account so the JIT has seen every path before the measured passes.
   {
-    const warm = await benchPoller(new InMemorySource({ count: 5_000, precompute: true }), { redisUrl, kafkaBrokers });
+    const warm = await benchPasses(new InMemorySource({ count: 5_000, precompute: true }), { redisUrl, kafkaBrokers });
     await warm.sweep();
     await warm.sweep();
     await dropAccount(warm.redis, warm.keys);
@@ -83,7 +83,7 @@ async function inMemory(redisUrl: string): Promise<Record<string, unknown>> {
   const source = new InMemorySource({ count: N, precompute: true });
   const runs: { newReviews: PassFigures; unchangedReviews: PassFigures; loadAverage: number[] }[] = [];
   for (let r = 0; r < REPEAT; r++) {
-    const bp = await benchPoller(source, { redisUrl, kafkaBrokers });
+    const bp = await benchPasses(source, { redisUrl, kafkaBrokers });
     try {
       const loadAverage = loadavg().map((l) => round(l, 2));
       const created = await measure(N, () => bp.sweep());
@@ -210,7 +210,7 @@ try {
   };
   const result = {
     setup: {
-      inMemory: `${N} reviews, pages of 100, JSON parse + per-record zod validation + Poller + SnapshotStore (private redis-server ${redisServer.url}, no persistence) + KafkaPublisher (acks=all, idempotent, ${kafkaBrokers.join(',')}), one process`,
+      inMemory: `${N} reviews, pages of 100, JSON parse + per-record zod validation + passes + SnapshotStore (private redis-server ${redisServer.url}, no persistence) + KafkaPublisher (acks=all, idempotent, ${kafkaBrokers.join(',')}), one process`,
       viaSimulator: `${N_SIM} reviews, bridge in this process (startApp), simulator as a child process with --rps off, UPSTREAM_RATE_LIMIT_RPS=1000`,
     },
     inMemory: memory,

@@ -13,7 +13,11 @@ RUN="$ROOT/.run/demo"
 mkdir -p "$RUN"
 say() { printf '\n\033[1mdemo: %s\033[0m\n' "$*"; }
 
-[[ -d node_modules && node_modules/.package-lock.json -nt package-lock.json ]] || { say "installing dependencies"; npm ci --no-audit --no-fund; }
+# shellcheck source=scripts/node.sh
+source scripts/node.sh
+use_node24
+say "running on Node $(node --version)"
+install_dependencies
 bash scripts/kafka.sh fetch
 export SERVICES_ENV_FILE="$RUN/services.env"
 pids=()

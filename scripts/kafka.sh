@@ -16,6 +16,10 @@
 # Everything of one broker lives in .run/kafka-<PORT>/ (server.properties, data/, logs/, kafka.pid).
 # Environment: KAFKA_READY_TIMEOUT (seconds, default 90); KAFKA_HEAP_OPTS, KAFKA_JVM_OPTS override JVM flags;
 # KAFKA_POM names another dependency manifest (to try another Kafka version).
+# Members of a multi-broker cluster (scripts/kafka-cluster.sh sets these): KAFKA_NODE_ID (default 1),
+# KAFKA_CONTROLLER_PORT, KAFKA_QUORUM_VOTERS (id@host:port,...), KAFKA_CLUSTER_ID (shared by all members),
+# KAFKA_CLUSTER_SIZE (replication defaults: internal topics min(3, size), min.insync.replicas 2 from 3 brokers),
+# KAFKA_READY=no (start without waiting: one member of a quorum cannot serve alone).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -96,25 +100,28 @@ who_listens() { ss -ltnpH "sport = :$1" 2>/dev/null | sed -n 's/.*users:(("\([^"
 
 write_config() {
   local run="$1" port="$2" cport="$3"
+  local node="${KAFKA_NODE_ID:-1}" size="${KAFKA_CLUSTER_SIZE:-1}" rf isr
+  rf=$((size < 3 ? size : 3))
+  isr=$((rf >= 3 ? 2 : 1))
   cat >"$run/server.properties" <<EOF
 # Written by scripts/kafka.sh: one combined broker+controller for tests. Regenerated at every start.
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
+node.id=$node
+controller.quorum.voters=${KAFKA_QUORUM_VOTERS:-$node@127.0.0.1:$cport}
 listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
 advertised.listeners=PLAINTEXT://127.0.0.1:$port
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=$run/data
-# Single node: every replication factor and ISR minimum is 1.
+# Single node: every replication factor and ISR minimum is 1; a cluster of 3 or more: 3 and 2.
 num.partitions=1
-default.replication.factor=1
-min.insync.replicas=1
-offsets.topic.replication.factor=1
+default.replication.factor=$rf
+min.insync.replicas=$isr
+offsets.topic.replication.factor=$rf
 offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$isr
 transaction.state.log.num.partitions=4
 # Tests start many short-lived consumer groups: no join delay, and allow short session timeouts.
 group.initial.rebalance.delay.ms=0
@@ -170,6 +177,7 @@ start() {
   run="$ROOT/.run/kafka-$port"
   if pid="$(running_pid "$run")"; then
     log "already running on 127.0.0.1:$port (pid $pid)"
+    [[ "${KAFKA_READY:-yes}" == no ]] && return 0
     wait_ready "$run" "$port" "$pid" || die "broker pid $pid runs but does not serve requests"
     return 0
   fi
@@ -182,8 +190,8 @@ start() {
   ensure_tool java openjdk-17-jre-headless
   mkdir -p "$run/logs" "$run/data"
   # Keep the controller port across restarts; pick a new one only if it has been taken meanwhile.
-  cport="$(cat "$run/controller.port" 2>/dev/null || true)"
-  if [[ -z "$cport" ]] || port_listening "$cport"; then cport="$(free_port)"; fi
+  cport="${KAFKA_CONTROLLER_PORT:-$(cat "$run/controller.port" 2>/dev/null || true)}"
+  if [[ -z "${KAFKA_CONTROLLER_PORT:-}" ]] && { [[ -z "$cport" ]] || port_listening "$cport"; }; then cport="$(free_port)"; fi
   echo "$cport" >"$run/controller.port"
   write_config "$run" "$port" "$cport"
 
@@ -192,7 +200,7 @@ start() {
     # Short-lived tool JVMs: C1 only and SerialGC start fastest.
     local tool=(java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dlog4j.configuration="file:$run/log4j.properties"
       -Dkafka.logs.dir="$run/logs" -cp "$LIBS/*" kafka.tools.StorageTool)
-    cluster_id="$("${tool[@]}" random-uuid 2>/dev/null | tail -1)"
+    cluster_id="${KAFKA_CLUSTER_ID:-$("${tool[@]}" random-uuid 2>/dev/null | tail -1)}"
     [[ -n "$cluster_id" ]] || die "StorageTool random-uuid printed nothing"
     "${tool[@]}" format \
       -t "$cluster_id" -c "$run/server.properties" >"$run/format.out" 2>&1 ||
@@ -216,6 +224,10 @@ start() {
   for _ in $(seq 50); do [[ -s "$run/kafka.pid" ]] && break; sleep 0.1; done
   pid="$(cat "$run/kafka.pid" 2>/dev/null || true)"
   [[ -n "$pid" ]] || die "broker did not start (no pid file)"
+  if [[ "${KAFKA_READY:-yes}" == no ]]; then
+    log "started Kafka $KAFKA_VERSION node ${KAFKA_NODE_ID:-1} pid $pid on 127.0.0.1:$port (controller $cport)"
+    return 0
+  fi
   log "started Kafka $KAFKA_VERSION pid $pid on 127.0.0.1:$port (controller $cport); waiting until it serves requests"
   if ! wait_ready "$run" "$port" "$pid"; then
     show_log_tail "$run"

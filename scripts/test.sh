@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # THE test command (npm test, .ci/run). From a fresh clone it:
-#   1. installs node_modules (npm ci) when missing or older than package-lock.json,
+#   0. runs everything below on Node 24 LTS (scripts/node.sh: fetched once into .cache/node/ when the machine's
+#      node is older) and prints that version,
+#   1. installs node_modules (npm ci) when missing, older than package-lock.json or built by another Node,
 #   2. fetches the Kafka broker jars (cached in .cache/) and starts Kafka + Redis on free ports with
 #      scripts/services.sh, unless KAFKA_BROKERS and REDIS_URL are already set (then those are used),
 #   3. runs npm run typecheck, npm run lint, and vitest (all projects: unit, integration, e2e),
@@ -8,10 +10,16 @@
 #      (the tests' own exit code when they failed).
 # Extra arguments go to vitest:  npm test -- --project unit     bash scripts/test.sh test/integration/kafka.test.ts
 # Environment: TEST_TIMEOUT_SECONDS (vitest wall clock limit, default 1200).
+# TEST_TOPOLOGY=kafka3,sentinel|cluster (comma-separated) runs the bridges of the e2e suite against a three-broker
+# Kafka (scripts/kafka-cluster.sh) and/or Redis with Sentinel or a Redis Cluster (scripts/redis-topology.sh), each
+# started on free ports and stopped afterwards; integration tests keep the plain Redis of REDIS_URL.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# `bash scripts/test.sh -- --project unit` means the same as `npm test -- --project unit` (vitest would ignore
+# the options after a `--` and run every project).
+if [[ "${1:-}" == -- ]]; then shift; fi
 T0=$SECONDS
 step() { printf '\n==> %s\n' "$*" >&2; }
 
@@ -19,9 +27,15 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 # services from `scripts/services.sh up`) never stop each other's services.
 export SERVICES_ENV_FILE="$ROOT/.run/test-$$.env"
 services_started=no
+topology_stops=()
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
-  local rc=$?
+  local rc=$? stop
+  for stop in "${topology_stops[@]+"${topology_stops[@]}"}"; do
+    step "stopping: $stop"
+    # shellcheck disable=SC2086 # the command and its arguments, split on purpose
+    bash $stop || true
+  done
   if [[ "$services_started" == yes ]]; then
     step "stopping the services this run started"
     bash scripts/services.sh down || true
@@ -33,12 +47,56 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-if [[ ! -d node_modules || ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
-  step "npm ci"
-  npm ci --no-audit --no-fund
-fi
+# shellcheck source=scripts/node.sh
+source scripts/node.sh
+use_node24
+NODE_VERSION="$(node --version)"
+step "Node $NODE_VERSION ($(command -v node))"
+install_dependencies
 
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+
+# COUNT consecutive free ports (and, with BUS, their Redis Cluster bus ports at +10000), from a random base.
+free_base() {
+  node -e '
+    const net = require("net");
+    const [count, bus] = process.argv.slice(1).map(Number);
+    const free = (p) => new Promise((ok) => { const s = net.createServer(); s.once("error", () => ok(false)); s.listen(p, "127.0.0.1", () => s.close(() => ok(true))); });
+    (async () => {
+      for (let i = 0; i < 50; i++) {
+        const base = 20000 + Math.floor(Math.random() * 20000);
+        const ports = [...Array(count).keys()].map((k) => base + k);
+        if (bus) ports.push(...ports.map((p) => p + 10000));
+        if ((await Promise.all(ports.map(free))).every(Boolean)) { console.log(base); return; }
+      }
+      process.exit(1);
+    })();' "$1" "${2:-0}"
+}
+
+TEST_TOPOLOGY="${TEST_TOPOLOGY:-}"
+for topology in ${TEST_TOPOLOGY//,/ }; do
+  step "topology $topology"
+  case "$topology" in
+    kafka3)
+      base="$(free_base 6)"
+      topology_stops+=("scripts/kafka-cluster.sh stop $base --clean")
+      bash scripts/kafka-cluster.sh start "$base"
+      # shellcheck disable=SC1090
+      source ".run/kafka-cluster-$base.env"
+      ;;
+    sentinel | cluster)
+      if [[ "$topology" == cluster ]]; then base="$(free_base 6 1)"; else base="$(free_base 5)"; fi
+      topology_stops+=("scripts/redis-topology.sh $topology stop $base")
+      bash scripts/redis-topology.sh "$topology" start "$base"
+      # shellcheck disable=SC1090
+      source ".run/redis-$topology-$base.env"
+      ;;
+    *)
+      echo "TEST_TOPOLOGY: unknown topology '$topology' (kafka3, sentinel, cluster)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 if [[ -z "${KAFKA_BROKERS:-}" || -z "${REDIS_URL:-}" ]]; then
   if [[ -z "${KAFKA_BROKERS:-}" ]]; then
@@ -81,7 +139,7 @@ set -e
 [[ "$tests" == 124 ]] && echo "vitest did not finish within ${TEST_TIMEOUT_SECONDS:-1200} s" >&2
 
 echo >&2
-echo "test.sh: typecheck $(result $typecheck), lint $(result $lint), tests $(result $tests) in $((SECONDS - t)) s; total $((SECONDS - T0)) s"
+echo "test.sh (Node $NODE_VERSION): typecheck $(result $typecheck), lint $(result $lint), tests $(result $tests) in $((SECONDS - t)) s; total $((SECONDS - T0)) s"
 if [[ "$tests" != 0 ]]; then exit "$tests"; fi
 if [[ "$typecheck" != 0 || "$lint" != 0 ]]; then exit 1; fi
 exit 0

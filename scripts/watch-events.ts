@@ -44,7 +44,7 @@ await consumer.run({
       if (++quietCreated % 1000 === 0) console.log(`[review.created]   ${quietCreated} initial-load events so far`);
       return;
     }
-    let what = '';
+    let what: string;
     if (value.type === 'review.status_changed') {
       const s = d.status;
       what = `client ${s.client_publication_status.from}→${s.client_publication_status.to}, pwr ${s.pwr_publication_status.from}→${s.pwr_publication_status.to}`;

@@ -1,15 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { Bridge } from './bridge.js';
 import type { BridgeConfig } from './config.js';
+import { backoffDelay } from './backoff.js';
 import { Lease } from './lease.js';
+import { BridgeLoop } from './loop.js';
 import { BridgeMetrics } from './metrics.js';
 import { startOpsServer, type OpsServer } from './ops-server.js';
-import { Poller, type PollerDeps } from './poller.js';
+import { Passes, type PassesSink } from './passes/index.js';
+import type { PipelineDeps } from './pipeline.js';
 import { KafkaPublisher } from './publisher.js';
-import { accountKeys, connectRedis, type BridgeRedis } from './redis.js';
+import { accountKeys, connectRedis, redisOptions, type BridgeRedis } from './redis.js';
+import { readTlsFiles } from './secrets.js';
 import { SnapshotStore } from './snapshot/store.js';
 import { createUpstreamClient, type UpstreamClient } from './upstream/client.js';
+import type { ReviewSource } from './upstream/types.js';
 import { fileOrEnvCredentials } from './upstream/credentials.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loop. The only
@@ -17,7 +21,7 @@ import { fileOrEnvCredentials } from './upstream/credentials.js';
 
 /** A running bridge process. */
 export interface App {
-  bridge: Bridge;
+  loop: BridgeLoop;
   ops: OpsServer;
   metrics: BridgeMetrics;
   /** Graceful stop: abandon the page in flight, flush, release the lease, close connections. */
@@ -26,7 +30,7 @@ export interface App {
 
 /** Options for tests and tools; production uses none. */
 export interface AppOptions {
-  beforeCommit?: PollerDeps['beforeCommit'];
+  beforeCommit?: PipelineDeps['beforeCommit'];
 }
 
 /** Builds the upstream client from the configuration. */
@@ -45,6 +49,12 @@ export function upstreamFromConfig(config: BridgeConfig, metrics: BridgeMetrics,
       maxRetries: u.maxRetries,
       maxBodyBytes: u.maxBodyBytes,
       tokenRefreshMarginSeconds: u.tokenRefreshMarginSeconds,
+      recordLimits: {
+        maxFutureSkewMs: u.maxFutureSkewMs,
+        maxRecordBytes: u.maxRecordBytes,
+        maxStringLength: u.maxStringLength,
+      },
+      ca: readTlsFiles({ caFile: u.caFile }).ca,
     },
     metrics.upstreamHooks(),
     logger,
@@ -57,42 +67,55 @@ export function redisFromConfig(config: BridgeConfig): {
   store: SnapshotStore;
   keys: ReturnType<typeof accountKeys>;
 } {
-  const redis = connectRedis(config.redis.url);
+  const redis = connectRedis(config.redis, redisOptions(config.redis), config.redis.password);
   const keys = accountKeys(config.redis.keyPrefix, config.account);
   return { redis, store: new SnapshotStore(redis, keys), keys };
 }
 
 /** The passes of the configured account over the given adapters. */
-export function pollerFromConfig(
+export function passesFromConfig(
   config: BridgeConfig,
-  adapters: Pick<PollerDeps, 'source' | 'store' | 'sink' | 'metrics' | 'logger'>,
+  adapters: { source: ReviewSource; store: SnapshotStore; sink: PassesSink; metrics: BridgeMetrics; logger: Logger },
   options: AppOptions = {},
-): Poller {
-  return new Poller({
-    ...adapters,
-    eventSource: config.eventSource,
-    initialLoadMode: config.initialLoadMode,
-    overlapMs: config.poll.overlapMs,
-    beforeCommit: options.beforeCommit,
-  });
+): Passes {
+  const { source, store, sink, metrics, logger } = adapters;
+  return new Passes(
+    {
+      snapshot: store,
+      sink,
+      metrics,
+      logger,
+      eventSource: config.eventSource,
+      initialLoadMode: config.initialLoadMode,
+      beforeCommit: options.beforeCommit,
+    },
+    source,
+    {
+      overlapMs: config.poll.overlapMs,
+      metrics,
+      deleteMaxFraction: config.deletion.enabled ? config.deletion.maxFraction : null,
+      account: config.account,
+    },
+  );
 }
 
 /** Starts the ops server, connects Kafka (retrying until it answers) and starts the poll loop. */
 export async function startApp(config: BridgeConfig, logger: Logger, options: AppOptions = {}): Promise<App> {
-  const metrics = new BridgeMetrics({ account: config.account });
+  const metrics = new BridgeMetrics({ account: config.account, upstreamRateLimitRps: config.upstream.rateLimitRps });
   const { redis, store, keys } = redisFromConfig(config);
   const lease = new Lease(redis, keys, config.lease.ttlMs);
-  const publisher = new KafkaPublisher(config.kafka, config.account, logger);
+  const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
   const source = upstreamFromConfig(config, metrics, logger);
-  const poller = pollerFromConfig(config, { source, store, sink: publisher, metrics, logger }, options);
-  const bridge = new Bridge({
-    poller,
-    store,
+  const passes = passesFromConfig(config, { source, store, sink: publisher, metrics, logger }, options);
+  const loop = new BridgeLoop({
+    passes,
     lease,
     metrics,
     logger,
     timing: {
       pollIntervalMs: config.poll.intervalMs,
+      pollMinIntervalMs: config.poll.minIntervalMs,
+      heartbeatIntervalMs: config.heartbeat.intervalMs,
       sweepIntervalMs: config.sweep.intervalMs,
       leaseTtlMs: config.lease.ttlMs,
     },
@@ -106,22 +129,30 @@ export async function startApp(config: BridgeConfig, logger: Logger, options: Ap
     registry: metrics.registry,
     logger,
     liveness: () => {
-      const h = bridge.health();
+      const h = loop.health();
       return { ok: h.ok, detail: { ...h } };
     },
     readiness: async () => {
-      const [redisOk, kafkaOk, upstreamOk] = await Promise.all([
+      const [redisOk, kafkaOk, upstreamOk, pausedSince] = await Promise.all([
         redis.ping().then(
           () => true,
           () => false,
         ),
         cached('kafka', () => (kafkaReady ? publisher.ping() : Promise.reject(new Error('connecting')))),
         cached('upstream', () => source.checkCredentials(), 60_000),
+        // Informational: a paused bridge is ready (it serves probes and metrics), it just makes no requests.
+        store.pausedSince().catch(() => null),
       ]);
-      const role = bridge.health().role;
+      const role = loop.health().role;
       return {
         ok: redisOk && kafkaOk && upstreamOk && role !== 'starting',
-        checks: { redis: redisOk, kafka: kafkaOk, upstream_credentials: upstreamOk, role },
+        checks: {
+          redis: redisOk,
+          kafka: kafkaOk,
+          upstream_credentials: upstreamOk,
+          role,
+          paused: pausedSince !== null,
+        },
       };
     },
   });
@@ -133,13 +164,12 @@ export async function startApp(config: BridgeConfig, logger: Logger, options: Ap
       try {
         await publisher.connect();
         kafkaReady = true;
-        bridge.start();
+        loop.start();
         return;
       } catch (err) {
         logger.error({ err, attempt }, 'cannot connect to Kafka yet; retrying');
-        await sleep(Math.min(30_000, 1_000 * 2 ** attempt), undefined, { signal: stopping.signal }).catch(
-          () => undefined,
-        );
+        const delay = backoffDelay(attempt, { baseMs: 1_000, capMs: 30_000, jitter: 'equal' });
+        await sleep(delay, undefined, { signal: stopping.signal }).catch(() => undefined);
       }
     }
   })();
@@ -147,12 +177,12 @@ export async function startApp(config: BridgeConfig, logger: Logger, options: Ap
   const stop = async () => {
     stopping.abort();
     await connected;
-    await bridge.stop();
+    await loop.stop();
     await Promise.allSettled([publisher.disconnect(), source.close()]);
     await ops.close();
     await redis.quit().catch(() => redis.disconnect());
   };
-  return { bridge, ops, metrics, stop };
+  return { loop, ops, metrics, stop };
 }
 
 /** Caches a boolean health check for `ttlMs` so probes stay cheap. */

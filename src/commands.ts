@@ -1,18 +1,27 @@
-import { pollerFromConfig, redisFromConfig, startApp, upstreamFromConfig } from './app.js';
+import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from './app.js';
 import { ConfigError, loadConfig, type BridgeConfig } from './config.js';
 import { Lease, leaseHolder } from './lease.js';
+import { LeaseKeeper } from './lease-keeper.js';
 import { createLogger } from './logger.js';
 import { BridgeMetrics } from './metrics.js';
+import { progressJson, progressOf, ProgressReporter, type Progress } from './progress.js';
 import { KafkaPublisher } from './publisher.js';
+import { newResyncRequest, parseResyncArgs, UsageError } from './resync.js';
+import type { SnapshotStore } from './snapshot/store.js';
 
-// The commands: `run` (the service), `sweep` (one full pass now), `status`, `simulate` (the upstream stand-in).
+// The commands: `run` (the service), `sweep` (one full pass now), `status`, `pause` / `resume`, `resync`,
+// `simulate` (the upstream stand-in).
 // src/cli.ts is the process entry that calls main().
 
 const USAGE = `usage: reviews-bridge <command>
 
   run        the long-running bridge (configuration from the environment; see README)
   sweep      one reconciliation sweep now: asks the running leader, or runs it here when no replica leads
-  status     watermark, sweep cursor, snapshot size, lease holder, last passes (JSON)
+             --wait: follow it to the end with a progress bar (plain lines when not a terminal)
+  status     watermark, sweep cursor and progress, snapshot size, lease holder, pause, last passes (JSON)
+  pause      stop upstream traffic (the leader honours it within one tick; kept across restarts)
+  resume     lift a pause; polling continues from the watermark, nothing is lost
+  resync     re-read chosen reviews: --ids 1,2,3 | --since <date> | --all  [--wait]
   simulate   the bundled upstream simulator (simulate --help)
 `;
 
@@ -48,38 +57,86 @@ async function run(config: BridgeConfig): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
-async function sweep(config: BridgeConfig): Promise<void> {
+const POLL_STATUS_MS = 1_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The progress of the running sweep or initial load from the checkpoint, estimated against the snapshot size. */
+async function sweepProgress(store: SnapshotStore, now = Date.now()): Promise<Progress | null> {
+  const [checkpoint, size] = await Promise.all([store.checkpoint(), store.size()]);
+  if (!checkpoint.sweep) return null;
+  return progressOf({ seen: checkpoint.sweep.seen, estimatedTotal: size, startedAt: checkpoint.sweep.startedAt, now });
+}
+
+/**
+ * Follows a sweep the leader runs on request until one completes after the request (the request taken, no sweep
+ * in progress, and the last completed sweep newer than the request).
+ */
+async function followRequestedSweep(store: SnapshotStore, requestedAt: number, reporter: ProgressReporter) {
+  let last: Progress = progressOf({ seen: 0, estimatedTotal: null, startedAt: requestedAt, now: requestedAt });
+  for (;;) {
+    const [checkpoint, pending] = await Promise.all([store.checkpoint(), store.sweepRequested()]);
+    if (!pending && !checkpoint.sweep && (checkpoint.lastSweepAt ?? 0) >= requestedAt) break;
+    const progress = await sweepProgress(store);
+    if (progress) reporter.update((last = progress));
+    await sleep(POLL_STATUS_MS);
+  }
+  reporter.done({ ...last, fraction: 1, etaSeconds: 0 }, 'completed');
+  return store.checkpoint();
+}
+
+async function sweep(config: BridgeConfig, args: string[]): Promise<void> {
+  const wait = args.includes('--wait');
+  const unknown = args.filter((a) => a !== '--wait');
+  if (unknown.length > 0)
+    throw new UsageError(`sweep: unknown argument ${JSON.stringify(unknown[0])} (expected --wait)`);
   const logger = createLogger(config.logLevel, { account: config.account, command: 'sweep' });
   const { redis, store, keys } = redisFromConfig(config);
+  const reporter = new ProgressReporter(process.stderr, 'sweep');
   try {
     if (await leaseHolder(redis, keys)) {
+      const requestedAt = Date.now();
       await store.requestSweep();
-      console.log(JSON.stringify({ requested: true, note: 'the leading replica starts the sweep at its next tick' }));
+      if (!wait) {
+        console.log(JSON.stringify({ requested: true, note: 'the leading replica starts the sweep at its next tick' }));
+        return;
+      }
+      const checkpoint = await followRequestedSweep(store, requestedAt, reporter);
+      const iso = checkpoint.lastSweepAt === null ? null : new Date(checkpoint.lastSweepAt).toISOString();
+      console.log(JSON.stringify({ requested: true, completed: true, lastSweepAt: iso }));
       return;
     }
-    const lease = new Lease(redis, keys, config.lease.ttlMs);
-    const epoch = await lease.renew();
+    const work = new AbortController();
+    const keeper = new LeaseKeeper(new Lease(redis, keys, config.lease.ttlMs), {
+      periodMs: config.lease.ttlMs / 3,
+      logger,
+      onLost: () => work.abort(new Error('lease lost')),
+    });
+    const epoch = await keeper.renewNow();
     if (epoch === 0) {
       await store.requestSweep();
       console.log(JSON.stringify({ requested: true }));
       return;
     }
-    const renew = setInterval(() => void lease.renew().catch(() => undefined), config.lease.ttlMs / 3);
+    keeper.start();
     const metrics = new BridgeMetrics({ account: config.account });
-    const publisher = new KafkaPublisher(config.kafka, config.account, logger);
+    const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
     const source = upstreamFromConfig(config, metrics, logger);
+    const passes = passesFromConfig(config, { source, store, sink: publisher, metrics, logger });
     try {
       await publisher.connect();
-      const poller = pollerFromConfig(config, { source, store, sink: publisher, metrics, logger });
-      const run = await poller.openSweep(epoch, new AbortController().signal);
-      while (await run.step()) {
-        /* one page at a time */
-      }
-      console.log(JSON.stringify({ completed: true, kind: run.kind, ...run.summary }));
+      let progress: Progress | null = null;
+      const run = await passes.fullScan(epoch, work.signal, async () => {
+        if (!wait) return;
+        progress = (await sweepProgress(store)) ?? progress;
+        if (progress) reporter.update(progress);
+      });
+      if (wait && progress) reporter.done({ ...(progress as Progress), fraction: 1, etaSeconds: 0 }, 'completed');
+      console.log(JSON.stringify({ completed: true, kind: run.type, ...run.summary }));
     } finally {
-      clearInterval(renew);
+      // A page still in flight after a failure is published and committed (or fails) before the lease goes.
+      await passes.settle();
       await Promise.allSettled([publisher.disconnect(), source.close()]);
-      await lease.release();
+      await keeper.release();
     }
   } finally {
     await redis.quit();
@@ -89,13 +146,35 @@ async function sweep(config: BridgeConfig): Promise<void> {
 async function status(config: BridgeConfig): Promise<void> {
   const { redis, store, keys } = redisFromConfig(config);
   try {
-    const [checkpoint, size, lease, sweepRequested] = await Promise.all([
+    const [checkpoint, size, lease, sweepRequested, pausedSince, pass, resync] = await Promise.all([
       store.checkpoint(),
       store.size(),
       leaseHolder(redis, keys),
       redis.exists(keys.sweepRequest),
+      store.pausedSince(),
+      store.passProgress(),
+      store.pendingResync(),
     ]);
     const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+    const now = Date.now();
+    // The leader's own progress record when it has one (it knows the resync totals); else the checkpoint's.
+    const running =
+      pass && pass.finishedAt === null
+        ? { kind: pass.kind, ...progressJson(progressOf({ ...pass, now }), now) }
+        : checkpoint.sweep
+          ? {
+              kind: checkpoint.sweep.kind,
+              ...progressJson(
+                progressOf({
+                  seen: checkpoint.sweep.seen,
+                  estimatedTotal: size,
+                  startedAt: checkpoint.sweep.startedAt,
+                  now,
+                }),
+                now,
+              ),
+            }
+          : null;
     console.log(
       JSON.stringify(
         {
@@ -105,6 +184,10 @@ async function status(config: BridgeConfig): Promise<void> {
           initialLoadDone: checkpoint.initialDone,
           sweepInProgress: checkpoint.sweep && { ...checkpoint.sweep, startedAt: iso(checkpoint.sweep.startedAt) },
           sweepRequested: sweepRequested === 1,
+          progress: running,
+          resyncRequested: resync && { ...resync, requestedAt: iso(resync.requestedAt) },
+          paused: pausedSince !== null,
+          pausedSince: iso(pausedSince),
           lastSweepAt: iso(checkpoint.lastSweepAt),
           lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
           lease,
@@ -118,6 +201,56 @@ async function status(config: BridgeConfig): Promise<void> {
   }
 }
 
+async function pause(config: BridgeConfig, resume: boolean): Promise<void> {
+  const { redis, store } = redisFromConfig(config);
+  try {
+    if (resume) {
+      const wasPaused = await store.resume();
+      console.log(JSON.stringify({ paused: false, wasPaused, note: 'polling continues from the watermark' }));
+    } else {
+      await store.pause();
+      const since = await store.pausedSince();
+      console.log(
+        JSON.stringify({
+          paused: true,
+          since: since === null ? null : new Date(since).toISOString(),
+          note: 'the leader stops upstream requests at its next tick; `reviews-bridge resume` lifts it',
+        }),
+      );
+    }
+  } finally {
+    await redis.quit();
+  }
+}
+
+async function resync(config: BridgeConfig, args: string[]): Promise<void> {
+  const { scope, wait } = parseResyncArgs(args);
+  const { redis, store } = redisFromConfig(config);
+  try {
+    const request = newResyncRequest(scope);
+    await store.requestResync(request);
+    console.log(JSON.stringify({ requested: true, id: request.id, scope }));
+    if (!wait) return;
+    const reporter = new ProgressReporter(process.stderr, 'resync');
+    for (;;) {
+      const pass = await store.passProgress();
+      if (pass && pass.requestId === request.id) {
+        const progress = progressOf({ ...pass, now: pass.finishedAt ?? Date.now() });
+        if (pass.finishedAt !== null) {
+          reporter.done(progress, 'completed');
+          return;
+        }
+        reporter.update(progress);
+      }
+      await sleep(POLL_STATUS_MS);
+    }
+  } finally {
+    await redis.quit();
+  }
+}
+
+const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync'];
+
 /** Entry point of the `reviews-bridge` command. */
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -126,7 +259,7 @@ export async function main(argv: string[]): Promise<void> {
     await runSimulatorCli(rest);
     return;
   }
-  if (!command || command === '--help' || command === 'help' || !['run', 'sweep', 'status'].includes(command)) {
+  if (!command || command === '--help' || command === 'help' || !COMMANDS.includes(command)) {
     process.stderr.write(USAGE);
     process.exitCode = command && !['--help', 'help'].includes(command) ? 2 : 0;
     return;
@@ -141,7 +274,17 @@ export async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
-  if (command === 'run') await run(config);
-  else if (command === 'sweep') await sweep(config);
-  else await status(config);
+  try {
+    if (command === 'run') await run(config);
+    else if (command === 'sweep') await sweep(config, rest);
+    else if (command === 'pause' || command === 'resume') await pause(config, command === 'resume');
+    else if (command === 'resync') await resync(config, rest);
+    else await status(config);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`reviews-bridge ${command}: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
 }

@@ -7,7 +7,7 @@ import {
   type PreviousState,
   type ReviewEvent,
 } from './events.js';
-import { fingerprint, FINGERPRINT_FIELDS, type SnapshotEntry } from './snapshot/entry.js';
+import { entryStateDigest, fingerprint, FINGERPRINT_FIELDS, type SnapshotEntry } from './snapshot/entry.js';
 import { STATUS_FIELDS, type Review } from './upstream/review.js';
 
 // The diff is a pure function of (what the snapshot knew, what the upstream shows now): no clock, no I/O,
@@ -51,7 +51,7 @@ export function diffReview(input: DiffInput): DiffResult {
     review,
     previous: null,
     detection: input.detection,
-    stateDigest: `${review.updated_date}|${base.client}|${base.pwr}|${fp.digest}`,
+    stateDigest: entryStateDigest(base),
   };
 
   if (prev === null) {

@@ -1,8 +1,18 @@
-// The package's public surface for consumers in other services: the event contract (types and zod schemas).
+// The package's public surface for consumers in other services: the event contract (types and zod schemas),
+// the consumer kit (parser and order-insensitive reducer) and the reject kinds dead letters carry as their reason.
 export {
   CLOUDEVENTS_CONTENT_TYPE,
   EVENT_SCHEMAS,
   EVENT_TYPES,
+  RECORD_SCHEMAS,
+  ReviewDeletedEventSchema,
+  ReviewHeartbeatEventSchema,
+  ReviewStateSchema,
+  STATE_RECORD_HEADER,
+  type RecordType,
+  type ReviewDeletedEvent,
+  type ReviewHeartbeatEvent,
+  type ReviewState,
   ReviewCreatedEventSchema,
   ReviewStatusChangedEventSchema,
   ReviewUpdatedEventSchema,
@@ -17,3 +27,18 @@ export {
   type ReviewUpdatedEvent,
 } from './events.js';
 export { ReviewSchema, type Review } from './upstream/review.js';
+export { PublishedReviewSchema, type PublishedReview } from './events.js';
+export {
+  FeedView,
+  ForeignMessageError,
+  parseReviewEvent,
+  reduceReview,
+  reviewIdOf,
+  type KafkaRecordLike,
+  type ParsedRecord,
+  type ReduceResult,
+  type RejectedTransition,
+  type ReviewRecord,
+  type ReviewView,
+} from './consumer.js';
+export { REJECT_KINDS, type RejectKind } from './upstream/types.js';

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { AccountKeys, BridgeRedis } from './redis.js';
+import type { LeasePort } from './lease-keeper.js';
+import { durably, type AccountKeys, type BridgeRedis } from './redis.js';
 
 // One active poller per account: replicas compete for a lease in Redis. The lease carries an epoch that grows
 // with every new holder; commits are fenced by it, so a leader that paused past its lease cannot write.
 
 /** This replica's view of the account's lease. */
-export class Lease {
+export class Lease implements LeasePort {
   /** Identifies this process among the replicas (visible in `status`). */
   readonly holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private epoch = 0;
@@ -24,10 +25,17 @@ export class Lease {
    * error counts as leading only while the last renewal is younger than the ttl (nobody else can hold it yet).
    */
   async renew(): Promise<number> {
+    // Stamped before the request: Redis starts the ttl when it runs the script, which is after we sent it, so this
+    // replica's view of the lease expires no later than the lease itself.
+    const sentAt = this.clock();
     try {
-      const epoch = await this.redis.bridgeLeaseAcquire(this.keys.lease, this.keys.epoch, this.holder, this.ttlMs);
+      // An epoch is used only once replicas have it, so a failover cannot hand it to another replica again.
+      const [reply] = await durably(this.redis, (p) =>
+        p.bridgeLeaseAcquire(this.keys.lease, this.keys.epoch, this.holder, this.ttlMs),
+      );
+      const epoch = Number(reply);
       this.epoch = epoch;
-      if (epoch > 0) this.renewedAt = this.clock();
+      if (epoch > 0) this.renewedAt = sentAt;
       return epoch;
     } catch (err) {
       if (this.epoch > 0 && this.clock() - this.renewedAt < this.ttlMs) return this.epoch;

@@ -1,60 +1,43 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { PassKind, UpstreamHooks } from './upstream/types.js';
+import { KNOWN_STATUSES, PASS_TYPES, isPassType, type PassType, type RequestPriority } from './domain.js';
+import { EVENT_TYPES, type EventType } from './events.js';
+import { STATUS_FIELDS, type StatusField } from './upstream/review.js';
+import { REJECT_KINDS, type RejectKind, type UpstreamHooks } from './upstream/types.js';
 
 // All metrics live on the bridge's own registry so that tests and embedders can run several bridges in one
 // process without clashing on the global registry. Every label value goes through a bounding function: a label
 // fed from upstream data (status strings, error reasons) must never create an unbounded number of series.
 
-/** Type of a published CloudEvent (one Kafka topic each). */
-export type EventType = 'review.created' | 'review.status_changed' | 'review.updated';
-
-/** Kind of pass as labelled in metrics: the initial load is a sweep, but operators want it apart. */
-export type PassLabel = 'incremental' | 'sweep' | 'initial';
-
 /** Outcome of one pass. */
 export type PassOutcome = 'ok' | 'error' | 'aborted';
 
-/** A publication-status field whose transitions are counted. */
-export type StatusFieldLabel = 'client_publication_status' | 'pwr_publication_status';
+/** Label of a reject or dead-letter reason: a reject kind, or 'other' for anything outside the closed set. */
+export type RejectKindLabel = RejectKind | 'other';
 
-/** Short, bounded reasons of a dead-lettered record. */
-export type DeadLetterReason = 'validation' | 'too_large' | 'other';
+/** Why a review was quarantined: Kafka refused its record, or the rest of its page went through without it. */
+export type QuarantineReason = 'record_refused' | 'isolated';
 
 /** Options of {@link BridgeMetrics}. */
 export interface BridgeMetricsOptions {
   /** Source account: the default label `account` of every series. */
   account: string;
+  /** The configured upstream request rate (requests/s): the budget that `poll_budget_share` divides by. */
+  upstreamRateLimitRps?: number;
   /** Status values that get their own label value (compared case-insensitively); others become 'other'. */
   knownStatuses?: string[];
 }
 
 const PREFIX = 'reviews_bridge_';
-const DEFAULT_STATUSES = ['PENDING', 'APPROVED', 'REJECTED'];
-const EVENT_TYPES: readonly EventType[] = ['review.created', 'review.status_changed', 'review.updated'];
-const PASS_LABELS: readonly PassLabel[] = ['incremental', 'sweep', 'initial'];
-const PASS_KINDS: readonly PassKind[] = ['incremental', 'sweep'];
 const PASS_OUTCOMES: readonly PassOutcome[] = ['ok', 'error', 'aborted'];
-const STATUS_FIELDS: readonly StatusFieldLabel[] = ['client_publication_status', 'pwr_publication_status'];
 const TOKEN_OUTCOMES = ['ok', 'unauthorized', 'error'] as const;
 const ENDPOINTS = ['token', 'reviews'] as const;
-const DEAD_LETTER_REASONS: readonly DeadLetterReason[] = ['validation', 'too_large', 'other'];
+const REJECT_KIND_LABELS: readonly RejectKindLabel[] = [...REJECT_KINDS, 'other'];
+const BUDGET_WINDOW_MS = 60_000;
+const QUARANTINE_REASONS: readonly QuarantineReason[] = ['record_refused', 'isolated'];
 const THROTTLE_STATUSES = ['429', '503'];
 // Pre-created so that rate()/increase() see the step from 0 to 1 of the first auth failure or throttle.
-const PRESET_REQUEST_STATUSES = ['200', '401', '403', '429', '503'];
-// zod issue codes: a reject reason naming one of them keeps it as label, anything else is 'other'.
-const ZOD_CODES = [
-  'invalid_type',
-  'too_big',
-  'too_small',
-  'invalid_format',
-  'invalid_value',
-  'invalid_union',
-  'invalid_key',
-  'invalid_element',
-  'unrecognized_keys',
-  'not_multiple_of',
-  'custom',
-];
+const PRESET_REQUEST_STATUSES = ['200', '401', '402', '403', '404', '429', '503'];
+const PAGE_SHRINK_REASONS = ['too_large', 'status_400'] as const;
 // Upper bound of distinct free-form words (retry reasons) a label may take before the rest become 'other'.
 const MAX_FREE_LABEL_VALUES = 20;
 
@@ -70,21 +53,9 @@ export function statusCodeLabel(status: number): string {
   return Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : 'other';
 }
 
-/** Maps a free-form dead-letter reason to the short enum used as label. */
-export function deadLetterReasonLabel(reason: string): DeadLetterReason {
-  const r = reason.toLowerCase();
-  if (/too[ _-]?large|size|oversize/.test(r)) return 'too_large';
-  if (/valid|schema|parse|json|zod/.test(r) || ZOD_CODES.some((code) => r.includes(code))) return 'validation';
-  return 'other';
-}
-
-/** Maps a validation failure reason (`path:code`, e.g. `updated_date:invalid_type`) to its zod issue code, or 'other'. */
-export function rejectReasonLabel(reason: string): string {
-  const r = reason.toLowerCase().trim();
-  // The code follows the last colon; the path before it is a field name that may itself contain a code's words.
-  const tail = r.slice(r.lastIndexOf(':') + 1).trim();
-  if (ZOD_CODES.includes(tail)) return tail;
-  return ZOD_CODES.find((code) => r.includes(code)) ?? 'other';
+/** The label of a reject kind; a value outside the closed set (possible only through untyped callers) is 'other'. */
+export function rejectKindLabel(kind: string): RejectKindLabel {
+  return (REJECT_KINDS as readonly string[]).includes(kind) ? (kind as RejectKind) : 'other';
 }
 
 /** Admits short lower-case words as label values up to a fixed number of distinct ones, then maps to 'other'. */
@@ -127,13 +98,17 @@ export class BridgeMetrics {
   private readonly upstreamDuration: Histogram<'endpoint'>;
   private readonly upstreamThrottled: Counter<'status'>;
   private readonly upstreamRetries: Counter<'endpoint' | 'reason'>;
+  private readonly pageShrinks: Counter<'reason'>;
   private readonly tokenRefreshes: Counter<'outcome'>;
   private readonly limiterWait: Histogram<'pass'>;
   private readonly recordsRejected: Counter<'reason'>;
   private readonly unknownStatuses: Counter<'field'>;
   private readonly reviewsProcessedTotal: Counter<'pass'>;
   private readonly eventsPublishedTotal: Counter<'type'>;
+  private readonly eventsTruncatedTotal: Counter<'type'>;
   private readonly deadLetters: Counter<'reason'>;
+  private readonly quarantined: Counter<'reason'>;
+  private readonly pollRequestTimes: number[] = [];
   private readonly transitions: Counter<'field' | 'from' | 'to'>;
   private readonly publishDuration: Histogram;
   private readonly commitDuration: Histogram;
@@ -147,12 +122,16 @@ export class BridgeMetrics {
   private readonly sweepRunning: Gauge;
   private readonly leader: Gauge;
   private readonly leaseEpoch: Gauge;
+  private readonly reviewsDeletedTotal: Counter;
+  private readonly deletionsRefused: Counter;
+  private readonly paused: Gauge;
+  private readonly progressRatio: Gauge<'pass'>;
 
   constructor(opts: BridgeMetricsOptions) {
     this.registry = new Registry();
     this.registry.setDefaultLabels({ account: opts.account });
     collectDefaultMetrics({ register: this.registry });
-    this.knownStatuses = new Set((opts.knownStatuses ?? DEFAULT_STATUSES).map((s) => s.toLowerCase()));
+    this.knownStatuses = new Set((opts.knownStatuses ?? KNOWN_STATUSES).map((s) => s.toLowerCase()));
     const registers = [this.registry];
 
     this.upstreamRequests = new Counter({
@@ -180,6 +159,12 @@ export class BridgeMetrics {
       labelNames: ['endpoint', 'reason'],
       registers,
     });
+    this.pageShrinks = new Counter({
+      name: `${PREFIX}upstream_page_shrinks_total`,
+      help: 'Listing pages refused (body over the cap: too_large, or 400: status_400) and asked for again with half the limit.',
+      labelNames: ['reason'],
+      registers,
+    });
     this.tokenRefreshes = new Counter({
       name: `${PREFIX}token_refreshes_total`,
       help: 'Access-token fetches by outcome (ok, unauthorized, error).',
@@ -195,7 +180,7 @@ export class BridgeMetrics {
     });
     this.recordsRejected = new Counter({
       name: `${PREFIX}records_rejected_total`,
-      help: 'Upstream records that failed validation, by zod issue code.',
+      help: 'Upstream records that failed validation, by reject kind (schema, too_large, date_out_of_range, ...).',
       labelNames: ['reason'],
       registers,
     });
@@ -211,6 +196,12 @@ export class BridgeMetrics {
       labelNames: ['pass'],
       registers,
     });
+    this.eventsTruncatedTotal = new Counter({
+      name: `${PREFIX}events_truncated_total`,
+      help: 'Events over the Kafka message size limit published with free-text fields cut (data.truncated_fields), by type.',
+      labelNames: ['type'],
+      registers,
+    });
     this.eventsPublishedTotal = new Counter({
       name: `${PREFIX}events_published_total`,
       help: 'CloudEvents acknowledged by Kafka, by event type.',
@@ -219,7 +210,13 @@ export class BridgeMetrics {
     });
     this.deadLetters = new Counter({
       name: `${PREFIX}dead_letter_records_total`,
-      help: 'Records sent to the dead-letter topic, by reason.',
+      help: 'Records sent to the dead-letter topic, by reject kind.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.quarantined = new Counter({
+      name: `${PREFIX}records_quarantined_total`,
+      help: "Reviews dead-lettered by reference because they kept failing their page ('record_refused': Kafka refused the record; 'isolated': the rest of the page went through).",
       labelNames: ['reason'],
       registers,
     });
@@ -289,6 +286,19 @@ export class BridgeMetrics {
         else this.set(Math.max(0, (Date.now() - w) / 1000));
       },
     });
+    // Poll requests of the last minute over the budget of a minute, computed at scrape from the request times.
+    const budget = ((opts.upstreamRateLimitRps ?? 10) * BUDGET_WINDOW_MS) / 1000;
+    const pollTimes = this.pollRequestTimes;
+    new Gauge({
+      name: `${PREFIX}poll_budget_share`,
+      help: 'Share of the upstream rate budget spent on incremental polls over the last minute (0..1).',
+      registers,
+      collect() {
+        const since = Date.now() - BUDGET_WINDOW_MS;
+        while (pollTimes.length > 0 && pollTimes[0]! < since) pollTimes.shift();
+        this.set(Math.min(1, pollTimes.length / budget));
+      },
+    });
     this.sweepSeen = new Gauge({
       name: `${PREFIX}sweep_reviews_seen`,
       help: 'Reviews seen so far by the running (or last) reconciliation sweep.',
@@ -310,6 +320,28 @@ export class BridgeMetrics {
       registers,
     });
 
+    this.reviewsDeletedTotal = new Counter({
+      name: `${PREFIX}reviews_deleted_total`,
+      help: 'Reviews found deleted upstream by a complete sweep (review.deleted published, snapshot entry removed).',
+      registers,
+    });
+    this.deletionsRefused = new Counter({
+      name: `${PREFIX}deletions_refused_total`,
+      help: 'Complete sweeps whose deletions were refused because too many reviews were missing (DELETE_MAX_FRACTION).',
+      registers,
+    });
+    this.paused = new Gauge({
+      name: `${PREFIX}paused`,
+      help: '1 while an operator has paused the bridge (reviews-bridge pause): no upstream requests.',
+      registers,
+    });
+    this.progressRatio = new Gauge({
+      name: `${PREFIX}pass_progress_ratio`,
+      help: 'Fraction done (0..1) of the running sweep, initial load or resync, from reviews seen / estimated total.',
+      labelNames: ['pass'],
+      registers,
+    });
+
     this.presetSeries();
   }
 
@@ -320,13 +352,21 @@ export class BridgeMetrics {
       for (const status of PRESET_REQUEST_STATUSES) this.upstreamRequests.inc({ endpoint, status }, 0);
     }
     for (const status of THROTTLE_STATUSES) this.upstreamThrottled.inc({ status }, 0);
+    for (const reason of PAGE_SHRINK_REASONS) this.pageShrinks.inc({ reason }, 0);
     for (const outcome of TOKEN_OUTCOMES) this.tokenRefreshes.inc({ outcome }, 0);
-    for (const pass of PASS_LABELS) {
+    for (const pass of PASS_TYPES) {
       this.reviewsProcessedTotal.inc({ pass }, 0);
       for (const outcome of PASS_OUTCOMES) this.passes.inc({ pass, outcome }, 0);
     }
-    for (const type of EVENT_TYPES) this.eventsPublishedTotal.inc({ type }, 0);
-    for (const reason of DEAD_LETTER_REASONS) this.deadLetters.inc({ reason }, 0);
+    for (const type of EVENT_TYPES) {
+      this.eventsPublishedTotal.inc({ type }, 0);
+      this.eventsTruncatedTotal.inc({ type }, 0);
+    }
+    for (const reason of REJECT_KIND_LABELS) {
+      this.deadLetters.inc({ reason }, 0);
+      this.recordsRejected.inc({ reason }, 0);
+    }
+    for (const reason of QUARANTINE_REASONS) this.quarantined.inc({ reason }, 0);
     for (const field of STATUS_FIELDS) {
       this.unknownStatuses.inc({ field }, 0);
       for (const to of this.statusVocabulary()) {
@@ -347,8 +387,7 @@ export class BridgeMetrics {
   /** Callbacks for the upstream client (every hook of UpstreamHooks). */
   upstreamHooks(): UpstreamHooks {
     const endpointLabel = (e: string): 'token' | 'reviews' => (e === 'token' ? 'token' : 'reviews');
-    const passLabel = (k: string): PassKind =>
-      (PASS_KINDS as readonly string[]).includes(k) ? (k as PassKind) : 'incremental';
+    const passLabel = (k: string): RequestPriority => (k === 'sweep' ? 'sweep' : 'incremental');
     return {
       onRequest: (endpoint, status, durationSeconds) => {
         const e = endpointLabel(endpoint);
@@ -364,15 +403,19 @@ export class BridgeMetrics {
       onRetry: (endpoint, reason) => {
         this.upstreamRetries.inc({ endpoint: endpointLabel(endpoint), reason: this.retryReasons.label(reason) });
       },
+      onPageShrunk: (reason) => {
+        this.pageShrinks.inc({ reason: reason === 'too_large' ? 'too_large' : 'status_400' });
+      },
       onTokenRefresh: (outcome) => {
         const o = (TOKEN_OUTCOMES as readonly string[]).includes(outcome) ? outcome : 'error';
         this.tokenRefreshes.inc({ outcome: o });
       },
       onLimiterWait: (kind, seconds) => {
+        if (kind === 'incremental') this.pollRequested();
         if (Number.isFinite(seconds) && seconds >= 0) this.limiterWait.observe({ pass: passLabel(kind) }, seconds);
       },
       onReject: (reason) => {
-        this.recordsRejected.inc({ reason: rejectReasonLabel(reason) });
+        this.recordsRejected.inc({ reason: rejectKindLabel(reason) });
       },
       onUnknownStatus: (field) => {
         const f = (STATUS_FIELDS as readonly string[]).includes(field) ? field : 'other';
@@ -381,8 +424,16 @@ export class BridgeMetrics {
     };
   }
 
+  private pollRequested(): void {
+    const now = Date.now();
+    const times = this.pollRequestTimes;
+    times.push(now);
+    // Bounded between scrapes too: only the last minute matters, and the limiter caps how many fit in it.
+    while (times.length > 0 && times[0]! < now - BUDGET_WINDOW_MS) times.shift();
+  }
+
   /** Counts valid reviews of a committed page. */
-  reviewsProcessed(pass: PassLabel, n: number): void {
+  reviewsProcessed(pass: PassType, n: number): void {
     if (n > 0) this.reviewsProcessedTotal.inc({ pass: this.pass(pass) }, n);
   }
 
@@ -391,13 +442,23 @@ export class BridgeMetrics {
     if (n > 0) this.eventsPublishedTotal.inc({ type: EVENT_TYPES.includes(type) ? type : 'review.updated' }, n);
   }
 
-  /** Counts one record sent to the dead-letter topic; the free-form reason is reduced to a short enum. */
-  deadLetter(reason: string): void {
-    this.deadLetters.inc({ reason: deadLetterReasonLabel(reason) });
+  /** Counts one event whose free-text fields were cut to fit the Kafka message size limit (fitEvent's 'truncated'). */
+  eventTruncated(type: EventType): void {
+    this.eventsTruncatedTotal.inc({ type: EVENT_TYPES.includes(type) ? type : 'review.updated' });
+  }
+
+  /** Counts one record sent to the dead-letter topic, by its reject kind. */
+  deadLetter(reason: RejectKind): void {
+    this.deadLetters.inc({ reason: rejectKindLabel(reason) });
+  }
+
+  /** Counts one review quarantined by the pipeline (dead-lettered by reference after breaking its page). */
+  recordsQuarantined(reason: QuarantineReason): void {
+    this.quarantined.inc({ reason: QUARANTINE_REASONS.includes(reason) ? reason : 'isolated' });
   }
 
   /** Counts one published status transition; unknown values become 'other', a new review's from is 'none'. */
-  statusTransition(field: StatusFieldLabel, from: string | null, to: string): void {
+  statusTransition(field: StatusField, from: string | null, to: string): void {
     this.transitions.inc({
       field: STATUS_FIELDS.includes(field) ? field : 'client_publication_status',
       from: from === null ? 'none' : this.statusLabel(from),
@@ -416,7 +477,7 @@ export class BridgeMetrics {
   }
 
   /** Counts a finished pass and observes its duration. */
-  passFinished(pass: PassLabel, outcome: PassOutcome, seconds: number): void {
+  passFinished(pass: PassType, outcome: PassOutcome, seconds: number): void {
     const p = this.pass(pass);
     this.passes.inc({ pass: p, outcome: PASS_OUTCOMES.includes(outcome) ? outcome : 'error' });
     if (Number.isFinite(seconds) && seconds >= 0) this.passDuration.observe({ pass: p }, seconds);
@@ -451,13 +512,35 @@ export class BridgeMetrics {
     this.sweepRunning.set(running ? 1 : 0);
   }
 
+  /** Counts reviews found deleted upstream (after their review.deleted events were acknowledged). */
+  reviewsDeleted(n: number): void {
+    if (n > 0) this.reviewsDeletedTotal.inc(n);
+  }
+
+  /** Counts a sweep whose deletions the guard refused (the refused-deletion alert watches it). */
+  deletionRefused(): void {
+    this.deletionsRefused.inc();
+  }
+
+  /** Reports whether the operator pause flag is set. */
+  setPaused(paused: boolean): void {
+    this.paused.set(paused ? 1 : 0);
+  }
+
+  /** Reports the fraction done of a running sweep or resync; null removes the series (nothing running). */
+  passProgress(pass: PassType | 'resync', fraction: number | null): void {
+    const label = pass === 'resync' ? 'resync' : this.pass(pass);
+    if (fraction === null || !Number.isFinite(fraction)) this.progressRatio.remove({ pass: label });
+    else this.progressRatio.set({ pass: label }, Math.min(1, Math.max(0, fraction)));
+  }
+
   /** Reports this replica's role and the lease epoch. */
   setLeadership(state: 'leader' | 'standby', epoch: number): void {
     this.leader.set(state === 'leader' ? 1 : 0);
     this.leaseEpoch.set(epoch);
   }
 
-  private pass(pass: string): PassLabel {
-    return (PASS_LABELS as readonly string[]).includes(pass) ? (pass as PassLabel) : 'incremental';
+  private pass(pass: string): PassType {
+    return isPassType(pass) ? pass : 'incremental';
   }
 }

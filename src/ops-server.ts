@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { errorKind } from './logger.js';
 
 // The operations endpoint: metrics for Prometheus, liveness and readiness for the orchestrator. It stays on
 // node:http (no framework) and every handler is cheap: probes run every few seconds on every replica, so the
@@ -60,7 +61,7 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
       .then(() => opts.readiness())
       .catch((err: unknown): ReadinessResult => {
         opts.logger?.warn({ err }, 'readiness check failed');
-        return { ok: false, checks: { readiness: err instanceof Error ? err.message : 'error' } };
+        return { ok: false, checks: { readiness: errorKind(err) } };
       })
       .then((result) => {
         cached = { at: Date.now(), result };
@@ -95,7 +96,7 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
           result = opts.liveness();
         } catch (err) {
           opts.logger?.warn({ err }, 'liveness check failed');
-          result = { ok: false, detail: { error: err instanceof Error ? err.message : 'error' } };
+          result = { ok: false, detail: { error: errorKind(err) } };
         }
         const body = { status: result.ok ? 'ok' : 'fail', ...(result.detail ? { detail: result.detail } : {}) };
         send(res, result.ok ? 200 : 503, JSON_TYPE, JSON.stringify(body), head);

@@ -10,6 +10,8 @@ export interface WaitForKafkaOptions {
   isAlive?: () => boolean;
   /** Called with the last error of each failed attempt (progress output). */
   onRetry?: (error: unknown, elapsedMs: number) => void;
+  /** Replication factor of the probe topic: 3 on a three-broker cluster waits until all three serve. */
+  replicationFactor?: number;
 }
 
 /**
@@ -25,7 +27,7 @@ export async function waitForKafka(brokers: string[], options: WaitForKafkaOptio
       throw new Error(`Kafka process exited before it became ready (last error: ${describe(lastError)})`);
     }
     try {
-      await probeOnce(brokers);
+      await probeOnce(brokers, options.replicationFactor ?? 1);
       return;
     } catch (error) {
       lastError = error;
@@ -40,7 +42,7 @@ export async function waitForKafka(brokers: string[], options: WaitForKafkaOptio
   }
 }
 
-async function probeOnce(brokers: string[]): Promise<void> {
+async function probeOnce(brokers: string[], replicationFactor: number): Promise<void> {
   // No retries and short timeouts: the outer loop owns the schedule, and kafkajs' own backoff would hide progress.
   const kafka = new Kafka({
     clientId: 'ready-check',
@@ -55,7 +57,7 @@ async function probeOnce(brokers: string[]): Promise<void> {
   try {
     await admin.connect();
     await admin.createTopics({
-      topics: [{ topic, numPartitions: 1, replicationFactor: 1 }],
+      topics: [{ topic, numPartitions: 1, replicationFactor }],
       waitForLeaders: true,
       timeout: 10_000,
     });
@@ -79,18 +81,19 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-// CLI for scripts/kafka.sh: tsx scripts/kafka/ready.ts <brokers> <timeoutSeconds> [pid]
+// CLI for scripts/kafka.sh: tsx scripts/kafka/ready.ts <brokers> <timeoutSeconds> [pid|-] [replicationFactor]
 async function main(argv: string[]): Promise<number> {
-  const [brokerList, timeoutArg, pidArg] = argv;
+  const [brokerList, timeoutArg, pidArg, rfArg] = argv;
   if (!brokerList || !timeoutArg) {
-    console.error('usage: ready.ts <host:port[,host:port]> <timeoutSeconds> [pid]');
+    console.error('usage: ready.ts <host:port[,host:port]> <timeoutSeconds> [pid|-] [replicationFactor]');
     return 2;
   }
-  const pid = pidArg ? Number(pidArg) : undefined;
+  const pid = pidArg && pidArg !== '-' ? Number(pidArg) : undefined;
   let lastReport = 0;
   try {
     await waitForKafka(brokerList.split(','), {
       timeoutMs: Number(timeoutArg) * 1000,
+      replicationFactor: rfArg ? Number(rfArg) : 1,
       isAlive: pid === undefined ? undefined : () => pidAlive(pid),
       onRetry: (error, elapsed) => {
         // One line every ~10 s keeps CI logs readable while showing it is not stuck.

@@ -22,7 +22,7 @@ const USAGE = `Usage: reviews-bridge simulate [options]
   --updated-date-unit <ms|s>    --updated-date-comparison <gte|gt>
   --compression <when-asked|always|never>
   --error-rate <0..1> --error-statuses <500,502,...> --latency-ms <n>
-  --truncate-rate <0..1> --malformed-rate <0..1> --pad-bytes <n>`;
+  --truncate-rate <0..1> --malformed-rate <0..1> --pad-bytes <n> --drop-rate <0..1>`;
 
 const STRING_FLAGS = [
   'host',
@@ -49,6 +49,7 @@ const STRING_FLAGS = [
   'latency-ms',
   'truncate-rate',
   'malformed-rate',
+  'drop-rate',
   'pad-bytes',
 ] as const;
 
@@ -115,6 +116,7 @@ export function parseSimulatorArgs(argv: string[]): SimulatorOptions | 'help' {
     truncateRate: num('truncate-rate'),
     malformedRate: num('malformed-rate'),
     padBytes: num('pad-bytes'),
+    dropRate: num('drop-rate'),
   };
   const statuses = text('error-statuses');
   if (statuses !== undefined) faults.errorStatuses = statuses.split(',').map((s) => Number(s.trim()));

@@ -1,5 +1,5 @@
 import { request, type Dispatcher } from 'undici';
-import type { Faults, SimulatorOptions, SimulatorStats } from './types.js';
+import type { Faults, PoisonKind, PoisonRecord, SimulatorOptions, SimulatorStats } from './types.js';
 
 // A typed client of the HTTP control routes, for tests and demos that run the simulator as a separate process.
 // Same methods as SimulatorControl, made async.
@@ -41,6 +41,11 @@ export class SimulatorHttpControl {
     return this.call('PATCH', `/_control/reviews/${id}`, fields) as Promise<Record<string, unknown>>;
   }
 
+  /** Removes a review upstream (it disappears from the listing). */
+  async removeReview(id: number): Promise<void> {
+    await this.call('DELETE', `/_control/reviews/${id}`);
+  }
+
   /** The review, or null when there is none with that id. */
   async get(id: number): Promise<Record<string, unknown> | null> {
     try {
@@ -74,6 +79,13 @@ export class SimulatorHttpControl {
   /** Zeroes the counters. */
   async resetStats(): Promise<void> {
     await this.call('POST', '/_control/stats/reset');
+  }
+
+  /** Creates one poisoned review per kind (all by default); see SimulatorControl.addPoisonReviews. */
+  addPoisonReviews(kinds?: PoisonKind[]): Promise<PoisonRecord[]> {
+    return this.call('POST', '/_control/poison-reviews', kinds === undefined ? {} : { kinds }) as Promise<
+      PoisonRecord[]
+    >;
   }
 
   /** Number of reviews (= highest id). */

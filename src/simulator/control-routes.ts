@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyError, readJson, sendJson } from './http-util.js';
 import { SimulatorConfigError } from './options.js';
 import { StoreError } from './store.js';
-import type { Faults, SimulatorControl, SimulatorOptions } from './types.js';
+import type { Faults, PoisonKind, SimulatorControl, SimulatorOptions } from './types.js';
 
 // The control interface over HTTP, for a simulator run as its own process (demo, fault tests that run the bridge as
 // a child). No authentication: it is a test tool and listens where the simulator listens.
@@ -46,6 +46,7 @@ function matchRoute(method: string, path: string, control: SimulatorControl): { 
       return method === 'POST' ? { id, route: (p) => ok(control.setStatus(p.id, statusOf(p.body))) } : null;
     if (method === 'GET') return { id, route: (p) => found(control.get(p.id), p.id) };
     if (method === 'PATCH') return { id, route: (p) => ok(control.edit(p.id, objectOf(p.body))) };
+    if (method === 'DELETE') return { id, route: (p) => noContent(() => control.removeReview(p.id)) };
     return null;
   }
   const key = `${method} ${path}`;
@@ -55,6 +56,7 @@ function matchRoute(method: string, path: string, control: SimulatorControl): { 
       body: control.createReview(p.body === undefined ? {} : objectOf(p.body)),
     }),
     'GET /_control/review-count': () => ok({ count: control.reviewCount() }),
+    'POST /_control/poison-reviews': (p) => ({ status: 201, body: control.addPoisonReviews(kindsOf(p.body)) }),
     'PUT /_control/faults': (p) => noContent(() => control.setFaults(objectOf(p.body) as Partial<Faults>)),
     'PUT /_control/rate-limit': (p) => noContent(() => control.setRateLimit(p.body as SimulatorOptions['rateLimit'])),
     'POST /_control/tokens/revoke': () => noContent(() => control.revokeTokens()),
@@ -90,4 +92,14 @@ function statusOf(body: unknown): { client?: string; pwr?: string } {
     if (value !== undefined && typeof value !== 'string') throw new BodyError(400, 'client and pwr must be strings');
   }
   return { client: client as string | undefined, pwr: pwr as string | undefined };
+}
+
+function kindsOf(body: unknown): PoisonKind[] | undefined {
+  if (body === undefined) return undefined;
+  const { kinds } = objectOf(body);
+  if (kinds === undefined) return undefined;
+  if (!Array.isArray(kinds) || !kinds.every((k) => typeof k === 'string')) {
+    throw new BodyError(400, 'kinds must be an array of poison kinds');
+  }
+  return kinds as PoisonKind[];
 }

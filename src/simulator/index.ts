@@ -10,13 +10,16 @@ import type { Simulator, SimulatorOptions } from './types.js';
 
 export type {
   Faults,
+  PoisonKind,
+  PoisonRecord,
   RateLimitOptions,
   Simulator,
   SimulatorControl,
   SimulatorOptions,
   SimulatorStats,
+  StatusFault,
 } from './types.js';
-export { SimulatorConfigError } from './options.js';
+export { POISON_KINDS, SimulatorConfigError } from './options.js';
 export { SimulatorControlError, SimulatorHttpControl } from './control-client.js';
 export { runSimulatorCli } from './cli.js';
 

@@ -5,6 +5,10 @@ import type { Faults, RateLimitOptions, SimulatorOptions } from './types.js';
 // message naming it, rather than a simulator that silently behaves unlike the spec.
 
 const rate = z.number().min(0).max(1);
+
+/** The poison kinds, in the order addPoisonReviews creates them. */
+export const POISON_KINDS = ['huge-text', 'far-future-updated', 'far-created', 'deep-nesting', 'proto-keys'] as const;
+const PoisonKindSchema = z.enum(POISON_KINDS);
 const nonNegativeInt = z.number().int().nonnegative();
 
 const FaultsSchema = z.strictObject({
@@ -14,6 +18,16 @@ const FaultsSchema = z.strictObject({
   truncateRate: rate,
   malformedRate: rate,
   padBytes: nonNegativeInt,
+  statusFault: z
+    .strictObject({
+      status: z.number().int().min(200).max(599),
+      cursorOnly: z.boolean().optional(),
+      times: z.number().int().positive().optional(),
+      retryAfterSeconds: nonNegativeInt.optional(),
+    })
+    .nullable(),
+  poison: z.array(z.strictObject({ id: z.number().int().positive(), kind: PoisonKindSchema })),
+  dropRate: rate,
 });
 
 const RateLimitSchema = z

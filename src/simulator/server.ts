@@ -129,6 +129,12 @@ async function listReviews(state: SimulatorState, req: IncomingMessage, url: URL
     return api.json(403, { error: 'token lacks the scope to list reviews' }, { 'WWW-Authenticate': challenge });
   }
 
+  const fault = state.faults.drawStatus(url.searchParams.has('next_page'));
+  if (fault !== null) {
+    const headers = fault.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(fault.retryAfterSeconds) };
+    return api.json(fault.status, statusFaultBody(fault.status, fault.cursorOnly === true), headers);
+  }
+
   const injected = state.faults.drawError();
   if (injected !== null) return api.json(injected, { error: 'injected fault' });
 
@@ -143,6 +149,22 @@ async function listReviews(state: SimulatorState, req: IncomingMessage, url: URL
   const records = applyRecordFaults(page.records, state.faults.current(), options.seed);
   const envelope = buildEnvelope(records, page.nextId, options.cursorPath, options.lastPageCursor);
   await sendPage(state, req, api, Buffer.from(JSON.stringify(envelope)));
+}
+
+/** What the upstream would plausibly say with each status of the spec's error table. */
+function statusFaultBody(status: number, cursor: boolean): Record<string, string> {
+  switch (status) {
+    case 202:
+      return { status: 'accepted', message: 'request accepted, processing not completed' };
+    case 400:
+      return { error: cursor ? 'next_page cursor is invalid or has expired' : 'bad request' };
+    case 402:
+      return { error: '2FA token required: retry with the header CB-2FA-Token' };
+    case 404:
+      return { error: 'not found' };
+    default:
+      return { error: 'injected status' };
+  }
 }
 
 // Payload rule: a body over the limit uncompressed is compressed even unasked (field notes); if it is still over

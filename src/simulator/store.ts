@@ -50,6 +50,8 @@ const EDIT_FORBIDDEN = new Set([
 /** Holds the reviews of one simulator and answers listing queries. */
 export class ReviewStore {
   private readonly overlay = new Map<number, SimRecord>();
+  // Reviews removed upstream: skipped by every listing; their ids are never reused.
+  private readonly removed = new Set<number>();
   // The change log: parallel arrays, stamps non-decreasing, one entry per updated_date move.
   private readonly logIds: number[] = [];
   private readonly logStamps: number[] = [];
@@ -118,6 +120,14 @@ export class ReviewStore {
     return { ...record };
   }
 
+  /** Removes a review: it is no longer listed, found or changeable. */
+  remove(id: number): void {
+    if (!this.exists(id)) throw new StoreError('not_found', `no review with id ${id}`);
+    this.removed.add(id);
+    this.overlay.delete(id);
+    this.cache = null;
+  }
+
   /** One page of the listing, in ascending id order. Records are shared: serialise, do not mutate. */
   list(query: StoreQuery): StorePage {
     const { startId, limit, minUpdated } = query;
@@ -128,7 +138,7 @@ export class ReviewStore {
   }
 
   private exists(id: number): boolean {
-    return Number.isInteger(id) && id >= 1 && id <= this.maxId;
+    return Number.isInteger(id) && id >= 1 && id <= this.maxId && !this.removed.has(id);
   }
 
   private current(id: number): SimRecord {
@@ -159,17 +169,21 @@ export class ReviewStore {
   }
 
   private listAll(startId: number, limit: number): StorePage {
-    const end = Math.min(startId + limit - 1, this.maxId);
     const records: SimRecord[] = [];
-    for (let id = startId; id <= end; id++) records.push(this.current(id));
-    return { records, nextId: end < this.maxId ? end + 1 : null };
+    let id = startId;
+    for (; id <= this.maxId && records.length < limit; id++) {
+      if (!this.removed.has(id)) records.push(this.current(id));
+    }
+    return { records, nextId: id <= this.maxId ? id : null };
   }
 
   private listFromLog(startId: number, limit: number, minUpdated: number): StorePage {
     const ids = this.candidates(minUpdated);
     let lo = lowerBound(ids.length, (i) => (ids[i] as number) >= startId);
     const records: SimRecord[] = [];
-    for (; lo < ids.length && records.length < limit; lo++) records.push(this.current(ids[lo] as number));
+    for (; lo < ids.length && records.length < limit; lo++) {
+      if (!this.removed.has(ids[lo] as number)) records.push(this.current(ids[lo] as number));
+    }
     return { records, nextId: ids[lo] ?? null };
   }
 
@@ -193,6 +207,7 @@ export class ReviewStore {
     const base = this.baseUpdatedDates();
     const records: SimRecord[] = [];
     for (let id = startId; id <= this.maxId; id++) {
+      if (this.removed.has(id)) continue;
       const changed = this.overlay.get(id);
       const updated = changed !== undefined ? (changed.updated_date as number) : (base[id] as number);
       if (updated < minUpdated) continue;

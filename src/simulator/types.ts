@@ -27,6 +27,36 @@ export interface Faults {
   malformedRate: number;
   /** Bytes of filler added to every listed record (field `padding`) to produce oversized bodies. */
   padBytes: number;
+  /** Fraction (0..1) of reviews silently left out of every listing (a broken listing); which ids is fixed by the seed. */
+  dropRate: number;
+  /** Listing requests answered with a fixed status instead of a page (202, 400, 402, 404, ...); null = off. */
+  statusFault: StatusFault | null;
+  /** Reviews served with absurd but valid-JSON content (see PoisonKind); empty = none. */
+  poison: PoisonRecord[];
+}
+
+/** Answers listing requests with one status: the spec's error table on purpose. */
+export interface StatusFault {
+  /** The status: 202 (not ready), 400 (bad request), 402 (2FA required), 404 (not found), or any 4xx/5xx. */
+  status: number;
+  /** Only requests that carry a next_page cursor (an expired or invalid cursor); default false. */
+  cursorOnly?: boolean;
+  /** Answer this many requests so, then switch off; absent = until cleared. */
+  times?: number;
+  /** Retry-After header of the answer, in seconds; absent = no header. */
+  retryAfterSeconds?: number;
+}
+
+/**
+ * Ways a review can be absurd while staying valid JSON (issue 9): a 3 MB text, an updated_date of 2^50, a
+ * created_date of 1e16, an unknown field nested 3,000 levels deep, `__proto__` and `constructor` keys.
+ */
+export type PoisonKind = 'huge-text' | 'far-future-updated' | 'far-created' | 'deep-nesting' | 'proto-keys';
+
+/** One review served poisoned. */
+export interface PoisonRecord {
+  id: number;
+  kind: PoisonKind;
 }
 
 /** Options of startSimulator; every field has a default so `startSimulator()` gives a spec-faithful server. */
@@ -99,6 +129,13 @@ export interface SimulatorControl {
   resetStats(): void;
   /** Number of reviews (= highest id). */
   reviewCount(): number;
+  /**
+   * Creates one new review per kind (all kinds by default; updated_date = now, so polls see them) and serves each
+   * poisoned from now on (Faults.poison; `setFaults({poison: []})` heals them). Returns their ids and kinds.
+   */
+  addPoisonReviews(kinds?: PoisonKind[]): PoisonRecord[];
+  /** Removes a review upstream: it is no longer listed nor found (its id is not reused). */
+  removeReview(id: number): void;
 }
 
 /** A running simulator. */

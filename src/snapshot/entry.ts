@@ -1,3 +1,4 @@
+import { KNOWN_STATUSES } from '../domain.js';
 import { createHash } from 'node:crypto';
 import { TRACKED_FIELDS, type Review } from '../upstream/review.js';
 
@@ -26,7 +27,7 @@ export const FINGERPRINT_FIELDS: readonly string[] = [...TRACKED_FIELDS, '(other
 
 const EXCLUDED = new Set<string>(['id', 'updated_date', 'client_publication_status', 'pwr_publication_status']);
 const TRACKED = new Set<string>(TRACKED_FIELDS);
-const STATUS_CODES = ['', 'PENDING', 'APPROVED', 'REJECTED'] as const;
+const STATUS_CODES = ['', ...KNOWN_STATUSES] as const;
 const VERSION = 1;
 
 /** The content part of an entry, computed from a review alone (pure, used by the diff). */
@@ -45,7 +46,9 @@ function fnv16(text: string): number {
 }
 
 // A canonical, type-tagged text of a field value: cheaper than JSON.stringify for the usual strings and numbers
-// (this runs for every field of every review of every pass), and "1" and 1 still differ.
+// (this runs for every field of every review of every pass), and "1" and 1 still differ. JSON.stringify recurses,
+// which is safe here because only validated reviews are fingerprinted and validation bounds their nesting depth
+// (src/upstream/bounds.ts, maxDepth); the output must not change, or every stored digest would read as an edit.
 function canonical(value: unknown): string {
   switch (typeof value) {
     case 'string':
@@ -72,6 +75,11 @@ export function fingerprint(review: Review): Fingerprint {
   parts.push(extraKeys.length === 0 ? '' : JSON.stringify(extraKeys.map((k) => [k, record[k]])));
   const digest = createHash('md5').update(parts.join('\u0000')).digest('hex').slice(0, 16);
   return { digest, fieldHashes: parts.map(fnv16) };
+}
+
+/** The digest of a review's state (updated_date, statuses, content) that event ids are built from. */
+export function entryStateDigest(entry: Pick<SnapshotEntry, 'updatedDate' | 'client' | 'pwr' | 'digest'>): string {
+  return `${entry.updatedDate}|${entry.client}|${entry.pwr}|${entry.digest}`;
 }
 
 function statusSize(status: string): number {

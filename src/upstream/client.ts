@@ -8,6 +8,7 @@ import { DEFAULT_BACKOFF, backoffDelay, parseRetryAfter, sleep, type BackoffPoli
 import { TokenManager, parseTokenResponse, type GrantedToken } from './tokens.js';
 import { CursorFormatError, createCursorLocator } from './cursor.js';
 import { listingRecords, validateRecords } from './validate.js';
+import { DEFAULT_RECORD_LIMITS, type RecordLimits } from './bounds.js';
 import { paginate, type FetchedPage } from './pager.js';
 import { linkSignals } from './signals.js';
 
@@ -48,6 +49,8 @@ export interface UpstreamClientConfig {
   maxRetryAfterSeconds?: number;
   /** Cap of a decoded response body. Default 10 MiB. */
   maxBodyBytes?: number;
+  /** PEM CA bundle trusted for the upstream's certificate besides the system CAs. */
+  ca?: Buffer;
   /** Refresh the token this long before it expires (at most half its lifetime). Default 60. */
   tokenRefreshMarginSeconds?: number;
   /** Send Accept-Encoding: gzip, deflate, br. Default true (responses are decoded either way). */
@@ -56,6 +59,8 @@ export interface UpstreamClientConfig {
   connections?: number;
   /** Fetch the next page while the caller processes the current one. Default true. */
   prefetch?: boolean;
+  /** Bounds a record must keep to be accepted (size, string length, depth, date skew); see bounds.ts. */
+  recordLimits?: Partial<RecordLimits>;
 }
 
 /** Defaults of the optional settings. */
@@ -109,6 +114,13 @@ function checkConfig(config: UpstreamClientConfig): void {
   if (m !== undefined && !(Number.isFinite(m) && m >= 0)) invalid('tokenRefreshMarginSeconds', 'a number >= 0');
   const u = config.updatedDateUnit;
   if (u !== undefined && u !== 'ms' && u !== 's') invalid('updatedDateUnit', "'ms' or 's'");
+  const limits = config.recordLimits ?? {};
+  for (const key of ['maxRecordBytes', 'maxStringLength', 'maxDepth', 'maxFutureSkewMs'] as const) {
+    const v = limits[key];
+    const min = key === 'maxFutureSkewMs' ? 0 : 1;
+    if (v !== undefined && !(Number.isSafeInteger(v) && v >= min))
+      invalid(`recordLimits.${key}`, `an integer >= ${min}`);
+  }
 }
 
 /** Creates the upstream client (the bridge's ReviewSource). */
@@ -127,8 +139,10 @@ export function createUpstreamClient(
     maxBodyBytes: settings.maxBodyBytes,
     connections: settings.connections,
     requestCompression: settings.requestCompression,
+    ...(config.ca ? { ca: config.ca } : {}),
   });
   const limiter = new RateLimiter({ ...config.limiter, rps: settings.rateLimitRps, burst: settings.rateLimitBurst });
+  const recordLimits: RecordLimits = { ...DEFAULT_RECORD_LIMITS, ...stripUndefined(config.recordLimits ?? {}) };
   const closing = new AbortController();
   let lastSecret: string | null = null;
   const sensitive = (): (string | null)[] => [tokens.current(), lastSecret];
@@ -155,6 +169,35 @@ export function createUpstreamClient(
           : `review listing refused the bearer token (401) even after a fresh token was fetched${detail}`,
         base,
       );
+    }
+    if (status === 202) {
+      // Accepted, not ready: ask again later (after Retry-After when given, bounded like throttling).
+      const retryAfter = parseRetryAfter(res.headers['retry-after'], Date.now(), settings.maxRetryAfterSeconds);
+      const after = retryAfter === null ? '' : `, Retry-After ${retryAfter}s`;
+      return new UpstreamError('not_ready', `${what} answered 202 (accepted, not ready yet${after})`, {
+        ...base,
+        retryAfterSeconds: retryAfter,
+      });
+    }
+    if (status === 402) {
+      return new UpstreamError(
+        'account',
+        `${what} answered 402 (2FA token required): the upstream account demands a second factor, which a service cannot give; ask the account owner to exempt this API client${detail}`,
+        base,
+      );
+    }
+    if (status === 404) {
+      return new UpstreamError(
+        'config',
+        `${what} answered 404 (not found): check UPSTREAM_BASE_URL (the bridge calls <base>${endpoint === 'token' ? '/oauth2/token' : '/v1/reviews'})${detail}`,
+        base,
+      );
+    }
+    if (status === 400 && endpoint === 'reviews' && PAYLOAD_WORDS.test(res.body.toString('utf8'))) {
+      return new UpstreamError('client', `${what} answered 400 for the page's size${detail}`, {
+        ...base,
+        reason: 'payload_too_large',
+      });
     }
     if (status === 403) {
       return new UpstreamError(
@@ -232,8 +275,14 @@ export function createUpstreamClient(
             cause: err,
           });
         }
-        // Throttling with Retry-After is waited out in the limiter (for every request, not only this one).
-        const delay = err.kind === 'throttled' && limiter.state().pausedForMs > 0 ? 0 : backoffDelay(retries, backoff);
+        // Throttling with Retry-After is waited out in the limiter (for every request, not only this one); a 202's
+        // Retry-After concerns this request only.
+        const delay =
+          err.kind === 'throttled' && limiter.state().pausedForMs > 0
+            ? 0
+            : err.retryAfterSeconds !== null
+              ? err.retryAfterSeconds * 1000
+              : backoffDelay(retries, backoff);
         retries += 1;
         hooks.onRetry?.(endpoint, err.reason ?? err.kind);
         // Throttling is expected now and then and has its own metric; other failures deserve a warning.
@@ -290,8 +339,8 @@ export function createUpstreamClient(
     log.info({ cursorPath: path }, 'detected the next-page cursor path of the listing'),
   );
 
-  function listingPath(options: ListOptions, cursor: string | null): string {
-    const query = new URLSearchParams({ limit: String(settings.pageSize) });
+  function listingPath(options: ListOptions, cursor: string | null, limit: number): string {
+    const query = new URLSearchParams({ limit: String(limit) });
     if (options.updatedSince !== undefined) {
       const since = Math.max(0, Math.floor(options.updatedSince));
       query.set('updated_date', String(settings.updatedDateUnit === 's' ? Math.floor(since / 1000) : since));
@@ -300,10 +349,58 @@ export function createUpstreamClient(
     return `/v1/reviews?${query.toString()}`;
   }
 
+  /**
+   * Fetches the page at `cursor`. A page the upstream cannot serve (a body over the cap, or a 400, which is how it
+   * refuses a page over its payload limit) is asked for again with half the `limit`, down to 1: one oversized review
+   * then costs a page of one, and the next page is asked for with the full limit again. A 400 even for a page of
+   * one is about the request itself: with a cursor, the cursor (expired or invalid: `cursor_invalid`, the pass
+   * restarts without it); about the size (the text says so): `too_large`; otherwise `client`.
+   */
   async function fetchPage(options: ListOptions, cursor: string | null, signal: AbortSignal): Promise<FetchedPage> {
+    let limit = settings.pageSize;
+    for (;;) {
+      try {
+        return await fetchPageOf(options, cursor, limit, signal);
+      } catch (err) {
+        if (!(err instanceof UpstreamError) || err.endpoint !== 'reviews') throw err;
+        const refused = err.kind === 'too_large' || err.status === 400;
+        if (refused && limit > 1) {
+          const smaller = Math.max(1, Math.floor(limit / 2));
+          const reason = err.kind === 'too_large' ? 'too_large' : (err.reason ?? 'status_400');
+          hooks.onPageShrunk?.(err.kind === 'too_large' ? 'too_large' : 'status_400');
+          log.warn({ cursor: cursor?.slice(0, 64) ?? null, limit, smaller, reason }, 'page refused: asking for fewer');
+          limit = smaller;
+          continue;
+        }
+        if (err.status !== 400) throw err;
+        const kind = err.reason === 'payload_too_large' ? 'too_large' : cursor !== null ? 'cursor_invalid' : 'client';
+        if (kind === 'client') throw err;
+        const why =
+          kind === 'too_large'
+            ? 'the upstream cannot serve even a page of one review at this position (over its payload limit)'
+            : 'the listing refused the cursor (expired or invalid) even for a page of one; the pass must restart from its beginning';
+        throw new UpstreamError(kind, `${err.message}: ${why}`, {
+          endpoint: 'reviews',
+          status: 400,
+          attempts: err.attempts,
+          reason: kind,
+          final: true,
+          cause: err,
+        });
+      }
+    }
+  }
+
+  async function fetchPageOf(
+    options: ListOptions,
+    cursor: string | null,
+    limit: number,
+    signal: AbortSignal,
+  ): Promise<FetchedPage> {
     let token = '';
     let fetchedAt = 0;
-    const describe = `listing reviews (${options.kind} pass, ${cursor === null ? 'first page' : `cursor '${cursor.slice(0, 64)}'`})`;
+    const at = cursor === null ? 'first page' : `cursor '${cursor.slice(0, 64)}'`;
+    const describe = `listing reviews (${options.kind} pass, ${at}${limit === settings.pageSize ? '' : `, limit ${limit}`})`;
     const envelope = await withRetries(
       'reviews',
       describe,
@@ -314,13 +411,13 @@ export function createUpstreamClient(
           {
             endpoint: 'reviews',
             method: 'GET',
-            path: listingPath(options, cursor),
+            path: listingPath(options, cursor, limit),
             headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
             signal,
           },
           options.kind,
         );
-        if (res.status < 200 || res.status >= 300) throw statusError('reviews', res, token);
+        if (res.status === 202 || res.status < 200 || res.status >= 300) throw statusError('reviews', res, token);
         fetchedAt = res.sentAtWall;
         const json = parseJson(res, 'reviews');
         return { json, records: listingRecords(json) };
@@ -337,9 +434,12 @@ export function createUpstreamClient(
         reason: 'cursor_format',
       });
     }
-    const { reviews, rejects } = validateRecords(envelope.records, hooks);
+    const { reviews, rejects } = validateRecords(envelope.records, hooks, { limits: recordLimits });
     if (rejects.length > 0) {
-      log.warn({ rejects: rejects.map((r) => ({ id: r.id, reason: r.reason })) }, 'records failed validation');
+      log.warn(
+        { rejects: rejects.map((r) => ({ id: r.id, reason: r.reason, detail: r.detail })) },
+        'records failed validation',
+      );
     }
     return { cursor, nextCursor, reviews, rejects, fetchedAt, recordCount: envelope.records.length };
   }
@@ -369,6 +469,10 @@ export function createUpstreamClient(
     },
   };
 }
+
+// A 400 body that speaks of size: the upstream's way to refuse a page over its payload limit (the spec does not
+// give the error body's layout, so its words are all there is).
+const PAYLOAD_WORDS = /payload|too large|too big|exceeds|size|bytes/i;
 
 /** A response plus when its request was sent: on the limiter's clock, and as wall time (ms since epoch). */
 interface SentResponse extends HttpResponse {

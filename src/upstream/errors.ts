@@ -1,10 +1,31 @@
+import { EMAIL_PATTERN } from '../field-policy.js';
+
 // One error type for everything that can go wrong upstream, so the poller decides on `kind` (fail the pass,
 // alert on 'auth'/'scope', stop on 'cursor_loop') instead of parsing messages. Messages are built from our own
 // words plus redacted fragments: they end up in logs, and must never carry a secret, a token or an e-mail.
 
-/** What went wrong upstream; decides whether a request is retried and what an operator should look at. */
+/**
+ * What went wrong upstream; decides whether a request is retried and what an operator should look at.
+ * `not_ready`: 202 Accepted, the answer is not ready yet (retried after Retry-After or a backoff).
+ * `cursor_invalid`: the listing refused a cursor (400 even for a page of one): the pass must restart without it.
+ * `account`: 402, the account needs a second factor (2FA) the bridge cannot give; not retried.
+ * `config`: 404, no listing at the configured address (UPSTREAM_BASE_URL); not retried.
+ * `too_large`: the page cannot be served, even as a page of one (over the body cap, or 400 for size).
+ */
 export type UpstreamErrorKind =
-  'throttled' | 'server' | 'network' | 'body' | 'auth' | 'scope' | 'client' | 'cursor_loop' | 'too_large';
+  | 'throttled'
+  | 'server'
+  | 'network'
+  | 'body'
+  | 'auth'
+  | 'scope'
+  | 'client'
+  | 'cursor_loop'
+  | 'too_large'
+  | 'not_ready'
+  | 'cursor_invalid'
+  | 'account'
+  | 'config';
 
 /** Which upstream endpoint a request went to. */
 export type Endpoint = 'token' | 'reviews';
@@ -20,6 +41,8 @@ export interface UpstreamErrorDetails {
   reason?: string;
   /** Set once an operation has given up: an enclosing retry loop must not start over. */
   final?: boolean;
+  /** How long the server asked us to wait before the next attempt (Retry-After of a 202), in seconds. */
+  retryAfterSeconds?: number | null;
   cause?: unknown;
 }
 
@@ -31,6 +54,7 @@ export class UpstreamError extends Error {
   readonly attempts: number | undefined;
   readonly reason: string | undefined;
   readonly final: boolean;
+  readonly retryAfterSeconds: number | null;
 
   constructor(kind: UpstreamErrorKind, message: string, details: UpstreamErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
@@ -41,6 +65,7 @@ export class UpstreamError extends Error {
     this.attempts = details.attempts;
     this.reason = details.reason;
     this.final = details.final ?? false;
+    this.retryAfterSeconds = details.retryAfterSeconds ?? null;
   }
 
   /** Whether another attempt could succeed (the retry loop asks this). */
@@ -49,14 +74,13 @@ export class UpstreamError extends Error {
   }
 }
 
-const RETRYABLE: ReadonlySet<UpstreamErrorKind> = new Set(['throttled', 'server', 'network', 'body']);
+const RETRYABLE: ReadonlySet<UpstreamErrorKind> = new Set(['throttled', 'server', 'network', 'body', 'not_ready']);
 
 /** True for an UpstreamError of the given kind (or any kind when omitted). */
 export function isUpstreamError(err: unknown, kind?: UpstreamErrorKind): err is UpstreamError {
   return err instanceof UpstreamError && (kind === undefined || err.kind === kind);
 }
 
-const EMAIL = /[^\s@"'<>(),;:]+@[^\s@"'<>(),;:]+\.[A-Za-z]{2,}/g;
 const BEARER = /(bearer|basic)\s+[A-Za-z0-9._~+/=-]+/gi;
 
 /**
@@ -69,7 +93,7 @@ export function redact(text: string, sensitive: readonly (string | null | undefi
     // Very short values would blank out ordinary words; real secrets and tokens are long.
     if (value && value.length >= 4) out = out.split(value).join('[redacted]');
   }
-  return out.replace(BEARER, '$1 [redacted]').replace(EMAIL, '[email]');
+  return out.replace(BEARER, '$1 [redacted]').replace(EMAIL_PATTERN, '[email]');
 }
 
 /** A short, single-line, redacted excerpt of an error body for a message. */

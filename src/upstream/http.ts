@@ -1,5 +1,6 @@
-import { Pool } from 'undici';
+import { EnvHttpProxyAgent, Pool, type Dispatcher } from 'undici';
 import { pipeline } from 'node:stream/promises';
+import { rootCertificates as tlsRootCertificates } from 'node:tls';
 import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createUnzip } from 'node:zlib';
 import { UpstreamError, redact, type Endpoint } from './errors.js';
@@ -39,7 +40,13 @@ export interface HttpTransportOptions {
   connections?: number;
   /** Ask for compressed responses; decoding happens whenever the server compresses, asked or not. */
   requestCompression?: boolean;
+  /** PEM CA bundle trusted for the upstream's certificate, in addition to the system CAs (UPSTREAM_CA_FILE). */
+  ca?: Buffer;
+  /** The environment read for HTTPS_PROXY / HTTP_PROXY / NO_PROXY (lower-case forms too). Default process.env. */
+  env?: NodeJS.ProcessEnv;
 }
+
+const PROXY_VARS = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'];
 
 /** One request as the client sends it. */
 export interface HttpRequest {
@@ -67,7 +74,8 @@ const ERROR_BODY_BYTES = 64 * 1024;
 
 /** HTTP transport to one upstream origin over a keep-alive pool. */
 export class HttpTransport {
-  private readonly pool: Pool;
+  private readonly pool: Dispatcher;
+  private readonly origin: string;
   private readonly prefix: string;
   private readonly options: HttpTransportOptions;
 
@@ -75,13 +83,31 @@ export class HttpTransport {
     const url = new URL(baseUrl);
     this.prefix = url.pathname.replace(/\/+$/, '');
     this.options = options;
-    this.pool = new Pool(url.origin, {
+    this.origin = url.origin;
+    // The system CAs stay trusted: a custom bundle is added to them, not put in their place.
+    const tls = options.ca ? { ca: [...tlsRootCertificates, options.ca.toString('utf8')] } : {};
+    const common = {
       connections: options.connections ?? 4,
-      connect: { timeout: options.timeouts.connectMs },
       headersTimeout: options.timeouts.headersMs,
       bodyTimeout: options.timeouts.bodyMs,
       keepAliveTimeout: 30_000,
-    });
+      // undici 8 negotiates HTTP/2 over TLS by default; the client's connection count, timeouts and error
+      // classification are built and tested for HTTP/1.1, so it stays on HTTP/1.1.
+      allowH2: false,
+    };
+    const env = options.env ?? process.env;
+    // With a proxy configured, undici's EnvHttpProxyAgent decides per request (NO_PROXY) and tunnels https
+    // through CONNECT; otherwise one Pool to the origin, as before.
+    this.pool = PROXY_VARS.some((v) => env[v])
+      ? new EnvHttpProxyAgent({
+          ...common,
+          httpProxy: env.HTTP_PROXY ?? env.http_proxy ?? '',
+          httpsProxy: env.HTTPS_PROXY ?? env.https_proxy ?? '',
+          noProxy: env.NO_PROXY ?? env.no_proxy ?? '',
+          connect: { timeout: options.timeouts.connectMs, ...tls },
+          requestTls: { timeout: options.timeouts.connectMs, ...tls },
+        })
+      : new Pool(url.origin, { ...common, connect: { timeout: options.timeouts.connectMs, ...tls } });
   }
 
   /**
@@ -109,9 +135,15 @@ export class HttpTransport {
       'accept-encoding': this.options.requestCompression === false ? 'identity' : 'gzip, deflate, br',
       ...req.headers,
     };
-    let response: Awaited<ReturnType<Pool['request']>>;
+    let response: Dispatcher.ResponseData;
     try {
-      response = await this.pool.request({ method: req.method, path: this.prefix + req.path, headers, signal });
+      response = await this.pool.request({
+        origin: this.origin,
+        method: req.method,
+        path: this.prefix + req.path,
+        headers,
+        signal,
+      });
     } catch (err) {
       throw this.failure(req, err, 'request', deadline);
     }

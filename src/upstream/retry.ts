@@ -1,21 +1,13 @@
-// Backoff policy: exponential with full jitter (AWS architecture blog, "Exponential Backoff And Jitter"), which
-// spreads retries of many clients (or of our own prefetch and current request) instead of synchronising them.
+import { backoffDelay as delay, type BackoffPolicy } from '../backoff.js';
 
-/** Shape of the exponential backoff. */
-export interface BackoffPolicy {
-  /** Ceiling of the first retry's delay. */
-  baseMs: number;
-  /** No delay exceeds this. */
-  capMs: number;
-}
+export type { BackoffPolicy } from '../backoff.js';
 
-/** Defaults: 250 ms, 500 ms, 1 s, ... capped at 20 s; six retries span about 30 s at worst. */
+/** Upstream retries: 250 ms, 500 ms, 1 s, ... capped at 20 s; six retries span about 30 s at worst. */
 export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 20_000 };
 
-/** Delay before retry number `attempt` (0 for the first retry): uniform in [0, min(cap, base * 2^attempt)). */
+/** Delay before upstream retry number `attempt` (0 for the first retry); see src/backoff.ts. */
 export function backoffDelay(attempt: number, policy: BackoffPolicy = DEFAULT_BACKOFF, random = Math.random): number {
-  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, Math.min(attempt, 30)));
-  return Math.floor(random() * ceiling);
+  return delay(attempt, policy, random);
 }
 
 /**

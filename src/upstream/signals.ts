@@ -1,5 +1,5 @@
 // Combining abort signals without AbortSignal.any(): on Node 20 every any() call stays registered on its source
-// signals until they abort (nodejs/node#55351), so combining the client's long-lived shutdown signal with one
+// signals until they abort (nodejs/node#55351), and on Node 24 memory still grows with such calls, so combining the client's long-lived shutdown signal with one
 // per request would leak a few hundred megabytes a day at 10 requests/s. Here the link is undone explicitly.
 
 /** A signal that aborts when any source does, and `dispose()` to unhook it from the sources. */

@@ -1,11 +1,47 @@
+import type { RequestPriority } from '../domain.js';
 import type { Review } from './review.js';
+
+/**
+ * Why a record is rejected or dead-lettered: a closed set, decided where the check is made (never parsed back out
+ * of message text), so it can be a metric label and a dead-letter reason without carrying any value.
+ */
+export const REJECT_KINDS = [
+  /** Not a JSON object at all (a string, an array, null). */
+  'malformed',
+  /** An object that fails the review schema (a required field missing or of the wrong type). */
+  'schema',
+  /** Too many serialized bytes: the record (validation) or its event (Kafka's message size limit). */
+  'too_large',
+  /** Nested deeper than the bound (checked without recursion). */
+  'too_deep',
+  /** A string longer than the per-field bound. */
+  'string_too_long',
+  /** `updated_date` or `created_date` before 2000-01-01 or further in the future than the allowed skew. */
+  'date_out_of_range',
+  /** `id` not a positive safe integer. */
+  'id_out_of_range',
+  /** A `__proto__`, `constructor` or `prototype` key anywhere in the record. */
+  'forbidden_key',
+  /** A per-record processing step (fingerprint, diff, event building, entry encoding) threw. */
+  'processing_failed',
+  /** A page kept failing and bisection isolated this record. */
+  'quarantined',
+] as const;
+
+/** One reject kind (see REJECT_KINDS). */
+export type RejectKind = (typeof REJECT_KINDS)[number];
 
 /** A record of a page that failed validation: kept apart so one bad record never fails its page. */
 export interface Reject {
   /** Review id when it could be read (for the dead-letter key), otherwise null. */
   id: string | null;
-  /** Why it failed, without personal data (zod issue paths and codes, never values). */
-  reason: string;
+  /** Why it failed: the bounded kind (metric label, dead-letter reason). */
+  reason: RejectKind;
+  /**
+   * Where it failed, for people: `field:check` items such as `updated_date:date_out_of_range` or
+   * `rating:invalid_type` (known field names and check names only, never values or unknown field names).
+   */
+  detail: string;
   /** The raw record as received, for the dead-letter topic. */
   raw: unknown;
 }
@@ -28,7 +64,7 @@ export interface Page {
 }
 
 /** Which kind of pass issues a request; incremental polls get priority in the rate limiter. */
-export type PassKind = 'incremental' | 'sweep';
+export type PassKind = RequestPriority;
 
 /** What a pass asks the upstream for. */
 export interface ListOptions {
@@ -65,7 +101,9 @@ export interface UpstreamHooks {
   /** Time a request waited in the rate limiter before it was sent. */
   onLimiterWait?(kind: PassKind, seconds: number): void;
   /** A record failed validation. */
-  onReject?(reason: string): void;
+  onReject?(reason: RejectKind): void;
+  /** A page was refused (body over the cap, or 400) and is asked for again with half the limit. */
+  onPageShrunk?(reason: 'too_large' | 'status_400'): void;
   /** A status value outside the known set was seen (counted, accepted). */
   onUnknownStatus?(field: string): void;
 }

@@ -1,14 +1,17 @@
+import { KNOWN_STATUSES as KNOWN_STATUS_NAMES } from '../domain.js';
 import type { z } from 'zod';
 import { ReviewSchema, STATUS_FIELDS, type Review } from './review.js';
-import type { Reject, UpstreamHooks } from './types.js';
+import type { Reject, RejectKind, UpstreamHooks } from './types.js';
 import { UpstreamError } from './errors.js';
+import { DEFAULT_RECORD_LIMITS, checkRecordBounds, type RecordLimits } from './bounds.js';
 
 // Validation is record by record: one bad record never fails its page, it becomes a Reject beside the valid
-// reviews. Reasons are built from zod issue paths and codes only, never from values, so they can go to logs,
-// metric labels and the dead-letter topic without carrying personal data.
+// reviews. First the bounds (size, depth, string length, keys, id and date ranges; see bounds.ts), then the schema.
+// Each check names its own reject kind; details are built from known field names and check or zod issue codes
+// only, never from values, so they can go to logs, metric labels and the dead-letter topic without personal data.
 
 /** Publication statuses the spec names; others are accepted and counted. Compared case-insensitively. */
-export const KNOWN_STATUSES: ReadonlySet<string> = new Set(['PENDING', 'APPROVED', 'REJECTED']);
+export const KNOWN_STATUSES: ReadonlySet<string> = new Set(KNOWN_STATUS_NAMES);
 
 /** The records of a page after validation. */
 export interface ValidatedRecords {
@@ -55,22 +58,39 @@ export function rejectId(raw: unknown): string | null {
   return null;
 }
 
+/** What validation needs besides the records: the bounds and the clock the date bounds are relative to. */
+export interface ValidationOptions {
+  limits?: RecordLimits;
+  /** Milliseconds since the epoch; default Date.now. */
+  clock?: () => number;
+}
+
 /**
- * Validates each record with ReviewSchema; reports each reject (its first issue, a bounded label) and each
- * status outside the known set through the hooks.
+ * Validates each record against the bounds, then ReviewSchema; reports each reject (by kind) and each status
+ * outside the known set through the hooks.
  */
 export function validateRecords(
   records: readonly unknown[],
   hooks: Pick<UpstreamHooks, 'onReject' | 'onUnknownStatus'> = {},
+  options: ValidationOptions = {},
 ): ValidatedRecords {
   const reviews: Review[] = [];
   const rejects: Reject[] = [];
+  const limits = options.limits ?? DEFAULT_RECORD_LIMITS;
+  const now = (options.clock ?? Date.now)();
+  const reject = (raw: unknown, reason: RejectKind, detail: string): void => {
+    rejects.push({ id: rejectId(raw), reason, detail, raw });
+    hooks.onReject?.(reason);
+  };
   for (const raw of records) {
+    const violation = checkRecordBounds(raw, limits, now);
+    if (violation !== null) {
+      reject(raw, violation.kind, violation.detail);
+      continue;
+    }
     const result = ReviewSchema.safeParse(raw);
     if (!result.success) {
-      const codes = issueCodes(result.error);
-      rejects.push({ id: rejectId(raw), reason: codes.join(', '), raw });
-      hooks.onReject?.(codes[0] ?? 'unknown');
+      reject(raw, 'schema', issueCodes(result.error).join(', '));
       continue;
     }
     for (const field of STATUS_FIELDS) {

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { loadConfig } from '../../src/config.js';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -42,7 +43,13 @@ describe('operations', () => {
       30_000,
       'readiness',
     );
-    expect(ready.checks).toMatchObject({ redis: true, kafka: true, upstream_credentials: true, role: 'leader' });
+    expect(ready.checks).toMatchObject({
+      redis: true,
+      kafka: true,
+      upstream_credentials: true,
+      role: 'leader',
+      paused: false,
+    });
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toContain('reviews_bridge_leader');
@@ -85,7 +92,7 @@ describe('operations', () => {
     cleanups.push(async () => {
       if (child.exitCode === null) child.kill('SIGKILL');
     });
-    const redis = connectRedis(env.REDIS_URL!);
+    const redis = connectRedis(loadConfig(env).redis);
     cleanups.push(async () => void (await redis.quit()));
     const keys = accountKeys(env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
     await eventually(async () => ((await leaseHolder(redis, keys)) ? true : undefined), 30_000, 'leadership');
@@ -117,14 +124,14 @@ describe('operations', () => {
     const b = await startTestBridge(env);
     cleanups.push(() => b.stop());
     await new Promise((r) => setTimeout(r, 1_000));
-    expect(a.app.bridge.health().role).toBe('leader');
-    expect(b.app.bridge.health().role).toBe('standby');
+    expect(a.app.loop.health().role).toBe('leader');
+    expect(b.app.loop.health().role).toBe('standby');
 
     sim.control.setStatus(3, { client: 'REJECTED' });
     await readAll([env.KAFKA_TOPIC_STATUS_CHANGED!], { untilCount: 1, timeoutMs: 10_000 });
     await a.stop();
     sim.control.setStatus(4, { pwr: 'REJECTED' });
-    await eventually(async () => (b.app.bridge.health().role === 'leader' ? true : undefined), 10_000, 'takeover');
+    await eventually(async () => (b.app.loop.health().role === 'leader' ? true : undefined), 10_000, 'takeover');
     const changed = await readAll([env.KAFKA_TOPIC_STATUS_CHANGED!], { untilCount: 2, idleMs: 500, timeoutMs: 15_000 });
     expect(changed.map((m) => m.key).sort()).toEqual(['3', '4']);
     const created = await readAll([env.KAFKA_TOPIC_CREATED!], { idleMs: 500, timeoutMs: 10_000 });

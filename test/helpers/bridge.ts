@@ -1,9 +1,11 @@
-import { pino } from 'pino';
+import { onTestFinished } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { startApp, type App, type AppOptions } from '../../src/app.js';
 import { loadConfig, type BridgeConfig } from '../../src/config.js';
-import { accountKeys, connectRedis } from '../../src/redis.js';
+import { accountKeys, connectRedis, redisOptions } from '../../src/redis.js';
 import { SnapshotStore } from '../../src/snapshot/store.js';
-import { kafkaBrokers, redisUrl, uniqueName } from './services.js';
+import { bridgeRedisEnv, kafkaBrokers, uniqueName } from './services.js';
 
 /** A bridge running in the test process against the shared Kafka and Redis, with its own account and topics. */
 export interface TestBridge {
@@ -31,8 +33,11 @@ export function testEnv(upstreamUrl: string, overrides: Record<string, string> =
     KAFKA_TOPIC_STATUS_CHANGED: `${id}.status_changed`,
     KAFKA_TOPIC_UPDATED: `${id}.updated`,
     KAFKA_TOPIC_DEAD_LETTER: `${id}.dead_letter`,
+    KAFKA_TOPIC_STATE: `${id}.state`,
+    KAFKA_TOPIC_DELETED: `${id}.deleted`,
+    KAFKA_TOPIC_HEARTBEAT: `${id}.heartbeat`,
     KAFKA_TOPIC_PARTITIONS: '3',
-    REDIS_URL: redisUrl(),
+    ...redisSettings(overrides),
     REDIS_KEY_PREFIX: 'rbtest',
     POLL_INTERVAL_MS: '500',
     POLL_OVERLAP_MS: '5000',
@@ -45,11 +50,31 @@ export function testEnv(upstreamUrl: string, overrides: Record<string, string> =
   };
 }
 
+// A test that names its own Redis (any of the address settings) gets only that one: the three exclude each other.
+function redisSettings(overrides: Record<string, string>): Record<string, string> {
+  const all = bridgeRedisEnv();
+  if (!Object.keys(all).some((name) => name in overrides)) return all;
+  return Object.fromEntries(Object.keys(all).map((name) => [name, '']));
+}
+
+/** The topic names of a bridge environment (what the oracle reads back). */
+export function topicsOf(env: Record<string, string>): BridgeConfig['kafka']['topics'] {
+  return {
+    created: env.KAFKA_TOPIC_CREATED!,
+    statusChanged: env.KAFKA_TOPIC_STATUS_CHANGED!,
+    updated: env.KAFKA_TOPIC_UPDATED!,
+    deadLetter: env.KAFKA_TOPIC_DEAD_LETTER!,
+    state: env.KAFKA_TOPIC_STATE!,
+    deleted: env.KAFKA_TOPIC_DELETED!,
+    heartbeat: env.KAFKA_TOPIC_HEARTBEAT!,
+  };
+}
+
 /** Starts a bridge in-process; stop it in afterEach/afterAll. */
 export async function startTestBridge(env: Record<string, string>, options: AppOptions = {}): Promise<TestBridge> {
   const config = loadConfig(env);
-  const logger = pino({ level: config.logLevel });
-  const redis = connectRedis(config.redis.url);
+  const logger = createLogger(config.logLevel);
+  const redis = connectRedis(config.redis, redisOptions(config.redis), config.redis.password);
   const store = new SnapshotStore(redis, accountKeys(config.redis.keyPrefix, config.account));
   let app = await startApp(config, logger, options);
   let stopped = false;
@@ -82,4 +107,38 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** A simulator without rate limit for the current test, closed when the test finishes. */
+export async function simulatorForTest(options: Parameters<typeof startSimulator>[0] = {}): Promise<Simulator> {
+  const sim = await startSimulator({ rateLimit: null, ...options });
+  onTestFinished(() => sim.close());
+  return sim;
+}
+
+/** A test bridge for the current test, stopped when the test finishes. */
+export async function bridgeForTest(env: Record<string, string>, options: AppOptions = {}): Promise<TestBridge> {
+  const b = await startTestBridge(env, options);
+  onTestFinished(() => b.stop());
+  return b;
+}
+
+/** Waits until the bridge's initial load has completed. */
+export async function initialLoadDone(b: TestBridge, timeoutMs = 60_000): Promise<void> {
+  await eventually(
+    async () => ((await b.store.checkpoint()).initialDone ? true : undefined),
+    timeoutMs,
+    'initial load',
+  );
+}
+
+/** Asks for a sweep and waits until it has completed. */
+export async function sweepNow(b: TestBridge, timeoutMs = 30_000): Promise<void> {
+  const before = (await b.store.checkpoint()).lastSweepAt;
+  await b.store.requestSweep();
+  await eventually(
+    async () => ((await b.store.checkpoint()).lastSweepAt !== before ? true : undefined),
+    timeoutMs,
+    'sweep',
+  );
 }

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { waitForKafka } from '../../scripts/kafka/ready.js';
+import { freePort } from './processes.js';
 
 // One Kafka broker and one Redis for the integration and e2e projects, from the first source that applies:
 //   1. KAFKA_BROKERS / REDIS_URL in the environment (scripts/test.sh sets them from scripts/services.sh),
@@ -51,6 +51,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
   }
   project.provide('kafkaBrokers', process.env.KAFKA_BROKERS ?? '');
   project.provide('redisUrl', process.env.REDIS_URL ?? '');
+  // A replicated Redis for the bridges of the e2e tests (scripts/test.sh with TEST_TOPOLOGY=sentinel|cluster);
+  // REDIS_URL stays the plain server that integration tests talk to directly.
+  const topology = Object.fromEntries(
+    ['REDIS_SENTINELS', 'REDIS_SENTINEL_NAME', 'REDIS_CLUSTER_NODES']
+      .filter((name) => process.env[name])
+      .map((name) => [name, process.env[name]!]),
+  );
+  if (Object.keys(topology).length > 0) console.log(`global-setup: bridges use ${JSON.stringify(topology)}`);
+  project.provide('bridgeRedisEnv', topology);
   return async () => {
     if (started.length === 0) return;
     if (needKafka) delete process.env.KAFKA_BROKERS;
@@ -75,18 +84,6 @@ async function chooseMode(): Promise<'docker' | 'scripts'> {
 function dockerAnswers(): Promise<boolean> {
   return new Promise((resolve) => {
     execFile('docker', ['info'], { timeout: 5_000 }, (error) => resolve(error === null));
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
   });
 }
 
@@ -159,5 +156,6 @@ declare module 'vitest' {
   export interface ProvidedContext {
     kafkaBrokers: string;
     redisUrl: string;
+    bridgeRedisEnv: Record<string, string>;
   }
 }

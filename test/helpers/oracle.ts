@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
+import { createFieldPolicy, DEFAULT_FIELD_POLICY_SPEC } from '../../src/field-policy.js';
 import { accountKeys } from '../../src/redis.js';
 import { intBetween, mulberry32, pick, type Random } from '../../src/simulator/prng.js';
 import { readAll, type ReadMessage } from './kafka.js';
 import { schemaErrors } from './schemas.js';
+import { openRedis, type RedisAddress } from './topologies.js';
 
 // The fault suite's oracle. It drives the simulator through a scripted, seeded history (status changes on either
 // or both fields, changes that collapse between two polls, edits that do not move updated_date, reviews created
@@ -161,8 +163,13 @@ const statusPair = (r: Rec): [string, string] => [
   String(r.pwr_publication_status),
 ];
 const pairKey = (p: readonly [string, string]): string => `${p[0]}|${p[1]}`;
+// Events carry the review under the field policy. The default one without a hash key is idempotent and also
+// removes a hashed e-mail, so both sides compare alike whatever policy the bridge under test runs with.
+const policy = createFieldPolicy(DEFAULT_FIELD_POLICY_SPEC, null);
+/** A review state as the default policy publishes it, as a comparable key. */
+const stateKey = (r: Rec): string => canonical(policy.applyToRecord(r));
 /** A review's state without updated_date: what an event must show of the final state. */
-const contentKey = (r: Rec): string => canonical({ ...r, updated_date: undefined });
+const contentKey = (r: Rec): string => canonical({ ...policy.applyToRecord(r), updated_date: undefined });
 
 /** Drives the simulator through a recorded history and judges what the bridge published. */
 export class Oracle {
@@ -190,7 +197,7 @@ export class Oracle {
       const current = await this.control.get(id);
       if (!current) throw new Error(`oracle: review ${id} does not exist`);
       t = {
-        states: new Map([[canonical(current), current]]),
+        states: new Map([[stateKey(current), current]]),
         statusPairs: new Set([pairKey(statusPair(current))]),
         final: current,
         changes: [],
@@ -203,7 +210,7 @@ export class Oracle {
   }
 
   private remember(t: ReviewTruth, state: Rec): void {
-    t.states.set(canonical(state), state);
+    t.states.set(stateKey(state), state);
     t.statusPairs.add(pairKey(statusPair(state)));
     t.final = state;
   }
@@ -576,11 +583,11 @@ export class Oracle {
         pairs = t.statusPairs;
       } else {
         const current = await this.control.get(id);
-        states = new Map(current ? [[canonical(current), current]] : []);
+        states = new Map(current ? [[stateKey(current), current]] : []);
         pairs = new Set(current ? [pairKey(statusPair(current))] : []);
       }
       for (const e of events) {
-        if (!states.has(canonical(e.review))) {
+        if (!states.has(stateKey(e.review))) {
           v.invented.push({ review: subject, detail: `${e.type} seq ${e.sequence}: state never existed` });
         }
         const prev = e.data.previous as Rec | null | undefined;
@@ -691,6 +698,8 @@ export interface CheckpointReport {
   samples: number;
   /** Samples that failed (Redis unreachable). */
   failedSamples: number;
+  /** Samples dropped because the replicas did not acknowledge them (only with confirmReplicas). */
+  unconfirmedSamples: number;
   maxWatermark: number | null;
   /** A field that went back (watermark, snapshot count, last pass times, initial_done). */
   regressions: string[];
@@ -701,10 +710,16 @@ export interface CheckpointReport {
  * watermark, the snapshot size, the last-pass times and initial_done must never regress, whatever dies.
  */
 export class CheckpointMonitor {
-  private readonly redis: Redis;
+  private readonly redis: Redis | Cluster;
   private readonly keys: ReturnType<typeof accountKeys>;
   private timer: NodeJS.Timeout | null = null;
-  private readonly report: CheckpointReport = { samples: 0, failedSamples: 0, maxWatermark: null, regressions: [] };
+  private readonly report: CheckpointReport = {
+    samples: 0,
+    failedSamples: 0,
+    unconfirmedSamples: 0,
+    maxWatermark: null,
+    regressions: [],
+  };
   private readonly max = new Map<string, number>();
   private busy = false;
   /** The last sample said a sweep (or the initial load) is in progress. */
@@ -714,14 +729,23 @@ export class CheckpointMonitor {
   /** When the last successful sample was taken (ms). */
   lastOkAt = 0;
 
-  constructor(redisUrl: string, keyPrefix: string, account: string, intervalMs = 200) {
-    this.redis = new Redis(redisUrl, {
+  /**
+   * With `confirmReplicas` > 0 (a replicated topology) a sample counts only when that many replicas acknowledge
+   * it: what a failover may still undo (a write on a primary being demoted) is not a state the bridge builds on.
+   */
+  constructor(
+    redis: RedisAddress,
+    keyPrefix: string,
+    account: string,
+    intervalMs = 200,
+    private readonly confirmReplicas = 0,
+  ) {
+    this.redis = openRedis(redis, {
       maxRetriesPerRequest: 1,
       connectTimeout: 1_000,
       retryStrategy: () => 200,
       enableOfflineQueue: false,
     });
-    this.redis.on('error', () => undefined);
     this.keys = accountKeys(keyPrefix, account);
     this.timer = setInterval(() => void this.sample(), intervalMs);
   }
@@ -730,10 +754,12 @@ export class CheckpointMonitor {
     if (this.busy) return;
     this.busy = true;
     try {
-      const [ckpt, count] = await Promise.all([
-        this.redis.hgetall(this.keys.checkpoint),
-        this.redis.get(this.keys.count),
-      ]);
+      const read = await this.read();
+      if (!read) {
+        this.report.unconfirmedSamples += 1;
+        return;
+      }
+      const [ckpt, count] = read;
       this.report.samples += 1;
       this.last = ckpt;
       this.lastOkAt = Date.now();
@@ -763,6 +789,34 @@ export class CheckpointMonitor {
     }
   }
 
+  private async read(): Promise<[Record<string, string>, string | null] | null> {
+    if (this.confirmReplicas === 0)
+      return Promise.all([this.redis.hgetall(this.keys.checkpoint), this.redis.get(this.keys.count)]);
+    // WAIT only covers this connection's own writes: a write in the same script as the reads makes the replicas'
+    // acknowledgement cover everything the reads saw.
+    const pipeline = this.redis.pipeline();
+    pipeline.eval(
+      "redis.call('INCR', KEYS[3]) return {redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[2])}",
+      3,
+      this.keys.checkpoint,
+      this.keys.count,
+      `${this.keys.checkpoint}:monitor-probe`,
+    );
+    pipeline.wait(this.confirmReplicas, 500);
+    const [[err, reply], [waitErr, acked]] = (await pipeline.exec()) as [
+      [Error | null, unknown],
+      [Error | null, number],
+    ];
+    // As in src/redis.ts durably(): ioredis does not follow a Cluster redirection for this pipeline by itself.
+    if (err && this.redis instanceof Cluster && /^(MOVED|ASK) /.test(err.message)) this.redis.refreshSlotsCache();
+    if (err || waitErr) throw err ?? waitErr;
+    if (acked < this.confirmReplicas) return null;
+    const [flat, count] = reply as [string[], string | null];
+    const ckpt: Record<string, string> = {};
+    for (let i = 0; i < flat.length; i += 2) ckpt[flat[i]!] = flat[i + 1]!;
+    return [ckpt, count];
+  }
+
   /** Stops sampling and returns the report. */
   async stop(): Promise<CheckpointReport> {
     if (this.timer) clearInterval(this.timer);
@@ -778,14 +832,13 @@ export class CheckpointMonitor {
  * after `after` (the second one started after it), then a sweep that started after them completed.
  */
 export async function settle(
-  redisUrl: string,
+  redisAddress: RedisAddress,
   keyPrefix: string,
   account: string,
   after: number,
   timeoutMs = 120_000,
 ): Promise<void> {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, retryStrategy: () => 200 });
-  redis.on('error', () => undefined);
+  const redis = openRedis(redisAddress, { maxRetriesPerRequest: 1, retryStrategy: () => 200 });
   const keys = accountKeys(keyPrefix, account);
   const deadline = Date.now() + timeoutMs;
   const until = async (what: string, check: (c: Record<string, string>) => boolean) => {
@@ -811,9 +864,8 @@ export async function settle(
 }
 
 /** Asks the account's leader for a sweep (what `reviews-bridge sweep` does when a replica leads). */
-export async function requestSweep(redisUrl: string, keyPrefix: string, account: string): Promise<void> {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-  redis.on('error', () => undefined);
+export async function requestSweep(address: RedisAddress, keyPrefix: string, account: string): Promise<void> {
+  const redis = openRedis(address, { maxRetriesPerRequest: 1 });
   try {
     await redis.set(accountKeys(keyPrefix, account).sweepRequest, String(Date.now()));
   } finally {

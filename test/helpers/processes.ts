@@ -93,21 +93,41 @@ export function spawnBridge(env: Record<string, string>, logFile: string): Child
 }
 
 /** Runs a CLI command of the bridge to completion and returns its stdout (throws on a non-zero exit). */
-export function runCli(command: string, env: Record<string, string>, timeoutMs = 60_000): Promise<string> {
+export async function runCli(
+  command: string | string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<string> {
+  const result = await runCliFull(command, env, timeoutMs);
+  if (result.code !== 0) {
+    throw new Error(`reviews-bridge ${[command].flat().join(' ')} failed: exit ${result.code}\n${result.stderr}`);
+  }
+  return result.stdout;
+}
+
+/** Runs a CLI command of the bridge to completion: exit code, stdout and stderr (never throws on a failed exit). */
+export function runCliFull(
+  command: string | string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli.ts', command],
+      ['--import', 'tsx', 'src/cli.ts', ...[command].flat()],
       { cwd: ROOT, env: { ...process.env, ...env }, timeout: timeoutMs },
       (error, stdout, stderr) => {
-        if (error) reject(new Error(`reviews-bridge ${command} failed: ${error.message}\n${stderr}`));
-        else resolve(stdout);
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+        if (code === null)
+          reject(new Error(`reviews-bridge ${[command].flat().join(' ')}: ${error?.message}\n${stderr}`));
+        else resolve({ code, stdout, stderr });
       },
     );
   });
 }
 
-function script(name: string, args: string[], timeoutMs = 300_000): Promise<string> {
+/** Runs a project script (scripts/NAME ARGS) to completion; resolves its output, rejects with it on failure. */
+export function script(name: string, args: string[], timeoutMs = 300_000): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile('bash', [`scripts/${name}`, ...args], { cwd: ROOT, timeout: timeoutMs }, (error, stdout, stderr) => {
       if (error) reject(new Error(`scripts/${name} ${args.join(' ')} failed:\n${stdout}${stderr}`));
@@ -219,20 +239,42 @@ export class PrivateRedis {
     await this.child?.stop();
   }
 
-  private async pings(): Promise<boolean> {
-    const { Socket } = await import('node:net');
-    return new Promise((resolve) => {
-      const socket = new Socket();
-      const done = (ok: boolean) => {
-        socket.destroy();
-        resolve(ok);
-      };
-      socket.setTimeout(1_000, () => done(false));
-      socket.once('error', () => done(false));
-      socket.once('data', (data) => done(data.toString().startsWith('+PONG')));
-      socket.connect(this.port, '127.0.0.1', () => socket.write('PING\r\n'));
-    });
+  private pings(): Promise<boolean> {
+    return probeTcp(this.port, { send: 'PING\r\n', expect: '+PONG' });
   }
+}
+
+/**
+ * Connects to 127.0.0.1:port: true once connected, or with `send`, once the first answer starts with `expect`.
+ * False on any error or after a second.
+ */
+export async function probeTcp(port: number, exchange?: { send: string; expect: string }): Promise<boolean> {
+  const { Socket } = await import('node:net');
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('data', (data) => done(data.toString().startsWith(exchange?.expect ?? '')));
+    socket.connect(port, '127.0.0.1', () => (exchange ? socket.write(exchange.send) : done(true)));
+  });
+}
+
+/** A free TCP port on 127.0.0.1 (closed again before it is returned). */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /** Waits until `check` returns a value other than undefined (polling every intervalMs), or throws. */

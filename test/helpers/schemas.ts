@@ -9,9 +9,8 @@ const ajv = new Ajv2020({ allErrors: true, strict: false });
 addFormats.default(ajv);
 const validators = new Map<string, ValidateFunction>();
 
-/** Validates one event value against schemas/<type>.v1.json; returns the errors, empty when valid. */
-export function schemaErrors(event: unknown): string[] {
-  const type = (event as { type?: unknown }).type;
+/** Validates one event value against schemas/<type>.v1.json (type: the event's own unless given); returns the errors. */
+export function schemaErrors(event: unknown, type: unknown = (event as { type?: unknown }).type): string[] {
   if (typeof type !== 'string') return ['event has no type'];
   let validate = validators.get(type);
   if (!validate) {

@@ -16,6 +16,16 @@ export function redisUrl(): string {
 }
 
 /**
+ * The Redis settings of the bridges e2e tests start: REDIS_URL of the provided Redis, or a replicated topology's
+ * REDIS_SENTINELS / REDIS_CLUSTER_NODES when the run selected one (every key present, the unused ones blank).
+ */
+export function bridgeRedisEnv(): Record<string, string> {
+  const topology = inject('bridgeRedisEnv');
+  const blank = { REDIS_URL: '', REDIS_SENTINELS: '', REDIS_SENTINEL_NAME: '', REDIS_CLUSTER_NODES: '' };
+  return Object.keys(topology).length > 0 ? { ...blank, ...topology } : { ...blank, REDIS_URL: redisUrl() };
+}
+
+/**
  * A name no other test (nor an earlier run against the same long-lived services) uses: per-test topic names,
  * consumer groups and Redis key prefixes, so tests can share one broker and one Redis without cleaning up.
  * Only [a-z0-9-] is added, which is valid in Kafka topic names and harmless in Redis keys.

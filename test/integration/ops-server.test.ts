@@ -66,12 +66,13 @@ describe('ops server', () => {
   it('/healthz answers 503 when the liveness callback throws', async () => {
     const { server } = await start({
       liveness: () => {
-        throw new Error('boom');
+        throw Object.assign(new Error('redis://user:hunter2@10.0.0.1 refused'), { code: 'ECONNREFUSED' });
       },
     });
     const res = await fetch(`${server.url}/healthz`);
     expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ status: 'fail', detail: { error: 'boom' } });
+    // The kind of the error, never its text.
+    expect(await res.json()).toEqual({ status: 'fail', detail: { error: 'Error:ECONNREFUSED' } });
   });
 
   it('/readyz reports named checks with 200 or 503', async () => {
@@ -117,7 +118,7 @@ describe('ops server', () => {
     });
     const res = await fetch(`${throwing.url}/readyz`);
     expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ status: 'not_ready', checks: { readiness: 'redis down' } });
+    expect(await res.json()).toEqual({ status: 'not_ready', checks: { readiness: 'Error' } });
 
     const { server: hanging } = await start({
       readiness: () => new Promise<ReadinessResult>(() => undefined),

@@ -1,12 +1,9 @@
+import { PASS_TYPES } from '../../src/domain.js';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import {
-  BridgeMetrics,
-  deadLetterReasonLabel,
-  rejectReasonLabel,
-  statusCodeLabel,
-  type EventType,
-} from '../../src/metrics.js';
+import { validateRecords } from '../../src/upstream/validate.js';
+import { BridgeMetrics, rejectKindLabel, statusCodeLabel } from '../../src/metrics.js';
+import type { EventType } from '../../src/events.js';
 
 type Labels = Record<string, string | number>;
 
@@ -60,6 +57,15 @@ describe('BridgeMetrics', () => {
     expect(text).toMatch(/^reviews_bridge_leader\{account="acme"\} 0$/m);
   });
 
+  it('poll_budget_share is the poll requests of the last minute over the budget of a minute', async () => {
+    const m = new BridgeMetrics({ account: 'acme', upstreamRateLimitRps: 10 });
+    const hooks = m.upstreamHooks();
+    for (let i = 0; i < 60; i++) hooks.onLimiterWait?.('incremental', 0);
+    for (let i = 0; i < 300; i++) hooks.onLimiterWait?.('sweep', 0);
+    // 60 poll requests of a budget of 600 a minute; sweep requests do not count.
+    expect(await m.registry.metrics()).toMatch(/^reviews_bridge_poll_budget_share\{account="acme"\} 0\.1$/m);
+  });
+
   it('registry text contains every documented metric name', async () => {
     const m = new BridgeMetrics({ account: 'acme' });
     const text = await m.registry.metrics();
@@ -89,6 +95,10 @@ describe('BridgeMetrics', () => {
       'sweep_running',
       'leader',
       'lease_epoch',
+      'reviews_deleted_total',
+      'deletions_refused_total',
+      'paused',
+      'pass_progress_ratio',
     ];
     for (const n of names) expect(text).toContain(`# TYPE ${P}${n} `);
     // Prometheus naming: counters end in _total, durations are in seconds.
@@ -114,8 +124,8 @@ describe('BridgeMetrics', () => {
     h.onTokenRefresh?.('unauthorized');
     h.onLimiterWait?.('incremental', 0.05);
     h.onLimiterWait?.('sweep', 1.5);
-    h.onReject?.('id: invalid_type (expected number)');
-    h.onReject?.('something nobody expected');
+    h.onReject?.('schema');
+    h.onReject?.('something nobody expected' as 'schema');
     h.onUnknownStatus?.('pwr_publication_status');
 
     expect(await sample(m, `${P}upstream_requests_total`, { endpoint: 'reviews', status: '200' })).toBe(2);
@@ -132,8 +142,9 @@ describe('BridgeMetrics', () => {
     expect(await sample(m, `${P}token_refreshes_total`, { outcome: 'error' })).toBe(0);
     expect(await sample(m, `${P}rate_limiter_wait_seconds_count`, { pass: 'incremental' })).toBe(1);
     expect(await sample(m, `${P}rate_limiter_wait_seconds_sum`, { pass: 'sweep' })).toBe(1.5);
-    expect(await sample(m, `${P}records_rejected_total`, { reason: 'invalid_type' })).toBe(1);
+    expect(await sample(m, `${P}records_rejected_total`, { reason: 'schema' })).toBe(1);
     expect(await sample(m, `${P}records_rejected_total`, { reason: 'other' })).toBe(1);
+    expect(await sample(m, `${P}records_rejected_total`, { reason: 'too_large' })).toBe(0);
     expect(await sample(m, `${P}unknown_status_values_total`, { field: 'pwr_publication_status' })).toBe(1);
     expect(await sample(m, `${P}unknown_status_values_total`, { field: 'client_publication_status' })).toBe(0);
   });
@@ -146,9 +157,10 @@ describe('BridgeMetrics', () => {
     m.reviewsProcessed('sweep', 0);
     m.eventsPublished('review.created', 3);
     m.eventsPublished('review.status_changed', 2);
-    m.deadLetter('validation failed: rating invalid_type');
-    m.deadLetter('message too large for broker');
-    m.deadLetter('kafka said no');
+    m.eventTruncated('review.updated');
+    m.deadLetter('schema');
+    m.deadLetter('too_large');
+    m.deadLetter('kafka said no' as 'schema');
     m.observePublish(0.02);
     m.observeCommit(0.003);
     m.passFinished('incremental', 'ok', 1.2);
@@ -163,9 +175,12 @@ describe('BridgeMetrics', () => {
     expect(await sample(m, `${P}events_published_total`, { type: 'review.created' })).toBe(3);
     expect(await sample(m, `${P}events_published_total`, { type: 'review.status_changed' })).toBe(2);
     expect(await sample(m, `${P}events_published_total`, { type: 'review.updated' })).toBe(0);
-    expect(await sample(m, `${P}dead_letter_records_total`, { reason: 'validation' })).toBe(1);
+    expect(await sample(m, `${P}dead_letter_records_total`, { reason: 'schema' })).toBe(1);
     expect(await sample(m, `${P}dead_letter_records_total`, { reason: 'too_large' })).toBe(1);
     expect(await sample(m, `${P}dead_letter_records_total`, { reason: 'other' })).toBe(1);
+    expect(await sample(m, `${P}dead_letter_records_total`, { reason: 'date_out_of_range' })).toBe(0);
+    expect(await sample(m, `${P}events_truncated_total`, { type: 'review.updated' })).toBe(1);
+    expect(await sample(m, `${P}events_truncated_total`, { type: 'review.created' })).toBe(0);
     expect(await sample(m, `${P}kafka_publish_duration_seconds_count`)).toBe(1);
     expect(await sample(m, `${P}redis_commit_duration_seconds_sum`)).toBe(0.003);
     expect(await sample(m, `${P}passes_total`, { pass: 'incremental', outcome: 'ok' })).toBe(1);
@@ -228,8 +243,8 @@ describe('BridgeMetrics', () => {
     for (let i = 0; i < 1000; i++) {
       m.statusTransition('client_publication_status', rand(), rand());
       m.statusTransition('pwr_publication_status', i % 2 ? null : rand(), rand().toUpperCase());
-      m.deadLetter(rand());
-      h.onReject?.(rand());
+      m.deadLetter(rand() as 'schema');
+      h.onReject?.(rand() as 'schema');
       h.onRetry?.('reviews', `r${rand()}`);
       h.onRetry?.('token', rand());
       h.onRequest?.('reviews', Math.floor(Math.random() * 100_000) - 50_000, 0.1);
@@ -244,15 +259,15 @@ describe('BridgeMetrics', () => {
     expect(before.transitions).toBe(2 * 4 * 5);
     expect(await seriesCount(m, `${P}status_transitions_total`)).toBe(before.transitions);
     expect(await seriesCount(m, `${P}dead_letter_records_total`)).toBe(before.deadLetters);
-    expect(await seriesCount(m, `${P}records_rejected_total`)).toBeLessThanOrEqual(before.rejects + 1);
+    expect(await seriesCount(m, `${P}records_rejected_total`)).toBe(before.rejects);
     expect(await seriesCount(m, `${P}upstream_retries_total`)).toBeLessThanOrEqual(2 * 21);
     // HTTP codes 100-599, '0' and 'other', two endpoints.
     expect(await seriesCount(m, `${P}upstream_requests_total`)).toBeLessThanOrEqual(2 * 502);
     expect(await seriesCount(m, `${P}upstream_throttled_total`)).toBeLessThanOrEqual(3);
     expect(await seriesCount(m, `${P}unknown_status_values_total`)).toBeLessThanOrEqual(3);
     expect(await seriesCount(m, `${P}events_published_total`)).toBe(3);
-    expect(await seriesCount(m, `${P}passes_total`)).toBe(9);
-    expect(await seriesCount(m, `${P}reviews_processed_total`)).toBe(3);
+    expect(await seriesCount(m, `${P}passes_total`)).toBe(PASS_TYPES.length * 3);
+    expect(await seriesCount(m, `${P}reviews_processed_total`)).toBe(PASS_TYPES.length);
     // Every label value anywhere is short and from a safe alphabet.
     for (const { values } of await metricsJson(m)) {
       for (const v of values) {
@@ -298,6 +313,32 @@ describe('BridgeMetrics', () => {
     expect(await sample(m, `${P}lease_epoch`)).toBe(8);
   });
 
+  it('deletion, pause and progress series', async () => {
+    const m = new BridgeMetrics({ account: 'acme' });
+    // Present at 0 from the start, so alerts see the first rise.
+    expect(await sample(m, `${P}deletions_refused_total`)).toBe(0);
+    expect(await sample(m, `${P}reviews_deleted_total`)).toBe(0);
+    expect(await sample(m, `${P}paused`)).toBe(0);
+    m.reviewsDeleted(3);
+    m.reviewsDeleted(0);
+    m.deletionRefused();
+    m.setPaused(true);
+    expect(await sample(m, `${P}reviews_deleted_total`)).toBe(3);
+    expect(await sample(m, `${P}deletions_refused_total`)).toBe(1);
+    expect(await sample(m, `${P}paused`)).toBe(1);
+    m.setPaused(false);
+    expect(await sample(m, `${P}paused`)).toBe(0);
+
+    expect(await seriesCount(m, `${P}pass_progress_ratio`)).toBe(0);
+    m.passProgress('sweep', 0.25);
+    m.passProgress('resync', 1.7);
+    expect(await sample(m, `${P}pass_progress_ratio`, { pass: 'sweep' })).toBe(0.25);
+    expect(await sample(m, `${P}pass_progress_ratio`, { pass: 'resync' })).toBe(1);
+    m.passProgress('sweep', null);
+    m.passProgress('resync', Number.NaN);
+    expect(await seriesCount(m, `${P}pass_progress_ratio`)).toBe(0);
+  });
+
   it('the watermark lag keeps growing between updates (computed at scrape)', async () => {
     const m = new BridgeMetrics({ account: 'acme' });
     m.setWatermark(Date.now() - 10_000);
@@ -307,20 +348,32 @@ describe('BridgeMetrics', () => {
     expect(second).toBeGreaterThan(first ?? Infinity);
   });
 
+  it('counts a dead letter by the kind its check decided, never by words in its detail', async () => {
+    // The former labeller ran a regex over the reason text: a schema failure at a field path containing "size"
+    // became too_large. The kind travels typed from the check to the label now.
+    const m = new BridgeMetrics({ account: 'acme' });
+    const { rejects } = validateRecords(
+      [{ id: 7, updated_date: 1_700_000_000_000, client_publication_status: 'A', pwr_publication_status: 1 }],
+      m.upstreamHooks(),
+    );
+    const reject = { ...rejects[0]!, detail: 'image_size:invalid_type' };
+    m.deadLetter(reject.reason);
+    expect(await sample(m, `${P}dead_letter_records_total`, { reason: 'schema' })).toBe(1);
+    expect(await sample(m, `${P}dead_letter_records_total`, { reason: 'too_large' })).toBe(0);
+    expect(await sample(m, `${P}records_rejected_total`, { reason: 'schema' })).toBe(1);
+  });
+
   it('label helpers', () => {
     expect(statusCodeLabel(0)).toBe('0');
     expect(statusCodeLabel(404)).toBe('404');
     expect(statusCodeLabel(99)).toBe('other');
     expect(statusCodeLabel(600)).toBe('other');
     expect(statusCodeLabel(200.5)).toBe('other');
-    expect(deadLetterReasonLabel('ZodError: invalid_type at rating')).toBe('validation');
-    expect(deadLetterReasonLabel('schema validation failed')).toBe('validation');
-    expect(deadLetterReasonLabel('record too large')).toBe('too_large');
-    expect(deadLetterReasonLabel('who knows')).toBe('other');
-    expect(rejectReasonLabel('updated_date: too_small')).toBe('too_small');
-    expect(rejectReasonLabel('updated_date:invalid_type')).toBe('invalid_type');
-    expect(rejectReasonLabel('invalid_value_note:too_big')).toBe('too_big');
-    expect(rejectReasonLabel('unknown')).toBe('other');
-    expect(rejectReasonLabel('reviewer@example.com is weird')).toBe('other');
+    expect(rejectKindLabel('too_large')).toBe('too_large');
+    expect(rejectKindLabel('schema')).toBe('schema');
+    // Kinds are never read out of text: a field path naming "size" or a zod code is not a kind.
+    expect(rejectKindLabel('page_size:invalid_type')).toBe('other');
+    expect(rejectKindLabel('record too large')).toBe('other');
+    expect(rejectKindLabel('reviewer@example.com is weird')).toBe('other');
   });
 });

@@ -12,6 +12,7 @@ import {
   violations,
 } from '../../helpers/oracle.js';
 import { runCli, runDir, spawnBridge, waitFor, type Child } from '../../helpers/processes.js';
+import { redisAddress } from '../../helpers/topologies.js';
 
 // The bridge as a child process, SIGKILLed at random moments (during the initial load, sweeps, polls, between a
 // publish and its commit) at least 20 times while the scripted history runs, and restarted each time. The oracle
@@ -49,7 +50,7 @@ describe('fault: bridge process killed and restarted', () => {
     };
     const account = env.BRIDGE_ACCOUNT!;
     const logs = runDir(account);
-    const monitor = new CheckpointMonitor(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, account);
+    const monitor = new CheckpointMonitor(redisAddress(env), env.REDIS_KEY_PREFIX!, account);
     cleanups.push(() => monitor.stop());
     const oracle = new Oracle(sim.control, 21);
 
@@ -60,7 +61,7 @@ describe('fault: bridge process killed and restarted', () => {
         pauseMs: [20, 120],
         passRunning: () => monitor.sweepRunning,
         onStep: async (step) => {
-          if (step % 80 === 0) await requestSweep(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, account);
+          if (step % 80 === 0) await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, account);
         },
       })
       .finally(() => {
@@ -77,7 +78,7 @@ describe('fault: bridge process killed and restarted', () => {
       // Every third life a sweep is asked for shortly before the kill, so kills land inside sweeps too.
       // The first lives are short so that kills land inside the initial load (40 pages at 40 requests/s).
       const life = i < 3 ? 200 + Math.floor(Math.random() * 600) : Math.floor(Math.random() * 2_500);
-      if (i % 3 === 1) await requestSweep(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, account);
+      if (i % 3 === 1) await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, account);
       await sleep(life);
       const phase = monitor.last.sweep_kind || (monitor.last.initial_done === '1' ? 'polling' : 'initial');
       phases[phase] = (phases[phase] ?? 0) + 1;
@@ -91,7 +92,7 @@ describe('fault: bridge process killed and restarted', () => {
     // A last life that is not killed: it catches up, then stops gracefully.
     const last = spawnBridge(env, `${logs}/bridge-final.log`);
     children.push(last);
-    await settle(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, account, historyEnd, 120_000);
+    await settle(redisAddress(env), env.REDIS_KEY_PREFIX!, account, historyEnd, 120_000);
     const report = await monitor.stop();
     const messages = await readTopics(Object.values(topics));
     const verdict = await oracle.verify(messages, topics, `urn:reviews-bridge:${account}`);

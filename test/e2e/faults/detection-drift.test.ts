@@ -23,7 +23,13 @@ describe('fault: re-publish after a crash by another kind of pass', () => {
     const X = 150;
     let crashed = false;
     // Polls are rare here, so the sweep is what reaches the change first.
-    const env = testEnv(sim.url, { POLL_INTERVAL_MS: '60000', POLL_OVERLAP_MS: '60000', UPSTREAM_PAGE_SIZE: '20' });
+    // No poll may cut in during the test: the adaptive (idle) interval is stretched as well.
+    const env = testEnv(sim.url, {
+      POLL_INTERVAL_MS: '60000',
+      POLL_MIN_INTERVAL_MS: '60000',
+      POLL_OVERLAP_MS: '60000',
+      UPSTREAM_PAGE_SIZE: '20',
+    });
     const b: TestBridge = await startTestBridge(env, {
       beforeCommit: (page) => {
         if (!crashed && page.reviews.some((r) => r.id === X && r.client_publication_status === 'ON_HOLD')) {

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { loadConfig } from '../../../src/config.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { leaseHolder } from '../../../src/lease.js';
 import { accountKeys, connectRedis } from '../../../src/redis.js';
@@ -14,6 +15,7 @@ import {
   violations,
 } from '../../helpers/oracle.js';
 import { runDir, spawnBridge, waitFor, type Child } from '../../helpers/processes.js';
+import { redisAddress } from '../../helpers/topologies.js';
 
 // Two replicas of one account as child processes behind the lease (LEASE_TTL_MS 2000). The leader is SIGKILLed
 // mid-pass, or frozen with SIGSTOP past its lease and thawed (a paused leader that must be fenced), over and over
@@ -53,10 +55,10 @@ describe('fault: leader killed or frozen with a standby running', () => {
     };
     const account = env.BRIDGE_ACCOUNT!;
     const logs = runDir(account);
-    const redis = connectRedis(env.REDIS_URL!);
+    const redis = connectRedis(loadConfig(env).redis);
     cleanups.push(() => redis.quit());
     const keys = accountKeys(env.REDIS_KEY_PREFIX!, account);
-    const monitor = new CheckpointMonitor(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, account);
+    const monitor = new CheckpointMonitor(redisAddress(env), env.REDIS_KEY_PREFIX!, account);
     cleanups.push(() => monitor.stop());
     const oracle = new Oracle(sim.control, 61);
 
@@ -86,7 +88,7 @@ describe('fault: leader killed or frozen with a standby running', () => {
       pauseMs: [20, 120],
       passRunning: () => monitor.sweepRunning,
       onStep: async (step) => {
-        if (step % 90 === 0) await requestSweep(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, account);
+        if (step % 90 === 0) await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, account);
       },
     });
 
@@ -96,7 +98,7 @@ describe('fault: leader killed or frozen with a standby running', () => {
       const standby = replicas.find((c) => c !== current.child)!;
       await waitFor(() => (standby.log().includes('"msg":"standing by"') ? true : undefined), 30_000, 'the standby');
       await sleep(500 + Math.random() * 2_000);
-      await requestSweep(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, account);
+      await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, account);
       await sleep(Math.random() * 800);
       const frozen = round % 2 === 1;
       const t0 = Date.now();
@@ -129,7 +131,7 @@ describe('fault: leader killed or frozen with a standby running', () => {
     }
     const stats = await history;
     const historyEnd = Date.now();
-    await settle(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, account, historyEnd, 120_000);
+    await settle(redisAddress(env), env.REDIS_KEY_PREFIX!, account, historyEnd, 120_000);
     const report = await monitor.stop();
     const messages = await readTopics(Object.values(topics));
     const verdict = await oracle.verify(messages, topics, `urn:reviews-bridge:${account}`);

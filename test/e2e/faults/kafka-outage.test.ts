@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../../src/simulator/index.js';
 import { startTestBridge, testEnv } from '../../helpers/bridge.js';
 import { CheckpointMonitor, Oracle, readTopics, settle, summary, violations } from '../../helpers/oracle.js';
+import { redisAddress } from '../../helpers/topologies.js';
 import { PrivateKafka, waitFor } from '../../helpers/processes.js';
 
 // A private Kafka broker (its own port, data kept) is killed in the middle of the initial load and started again
@@ -41,7 +42,7 @@ describe('fault: Kafka broker down mid-pass', () => {
       deadLetter: env.KAFKA_TOPIC_DEAD_LETTER!,
     };
     const account = env.BRIDGE_ACCOUNT!;
-    const monitor = new CheckpointMonitor(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, account);
+    const monitor = new CheckpointMonitor(redisAddress(env), env.REDIS_KEY_PREFIX!, account);
     cleanups.push(() => monitor.stop());
     const b = await startTestBridge(env);
     cleanups.push(() => b.stop());
@@ -63,7 +64,7 @@ describe('fault: Kafka broker down mid-pass', () => {
     await kafka.kill();
     const down = Date.now();
     await sleep(OUTAGE_MS / 2);
-    const midOutage = { ...b.app.bridge.health(), sweepSeen: monitor.last.sweep_seen };
+    const midOutage = { ...b.app.loop.health(), sweepSeen: monitor.last.sweep_seen };
     await sleep(Math.max(0, OUTAGE_MS - (Date.now() - down)));
     const seenBeforeStart = Number(monitor.last.sweep_seen ?? 0);
     await kafka.start();
@@ -71,7 +72,7 @@ describe('fault: Kafka broker down mid-pass', () => {
 
     const stats = await history;
     const historyEnd = Date.now();
-    await settle(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, account, historyEnd, 180_000);
+    await settle(redisAddress(env), env.REDIS_KEY_PREFIX!, account, historyEnd, 180_000);
     const catchUpMs = Date.now() - historyEnd;
     const report = await monitor.stop();
     const messages = await readTopics(Object.values(topics), [kafka.brokers]);

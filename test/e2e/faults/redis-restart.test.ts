@@ -68,7 +68,7 @@ describe('fault: Redis restarted', () => {
       if (how === 'SIGKILL') await redis.kill();
       else await redis.stop();
       await sleep(OUTAGE_MS);
-      const health = b.app.bridge.health();
+      const health = b.app.loop.health();
       const restarted = Date.now();
       await redis.start();
       // Everything acknowledged before the outage is still there (the monitor would flag a regression otherwise).

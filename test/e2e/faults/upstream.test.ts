@@ -12,6 +12,7 @@ import {
   violations,
 } from '../../helpers/oracle.js';
 import { waitFor } from '../../helpers/processes.js';
+import { redisAddress } from '../../helpers/topologies.js';
 
 // Upstream faults while the history runs: (d) a storm of injected 5xx answers, truncated bodies and a throttle far
 // below what the bridge is configured for (503 first, then 429 with Retry-After); (e) every issued token revoked
@@ -35,7 +36,7 @@ async function start(seed: number, sim: SimulatorOptions, overrides: Record<stri
   const simulator = await startSimulator({ reviewCount: 400, seed, ...sim });
   cleanups.push(() => simulator.close());
   const env = testEnv(simulator.url, overrides);
-  const monitor = new CheckpointMonitor(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
+  const monitor = new CheckpointMonitor(redisAddress(env), env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
   cleanups.push(() => monitor.stop());
   const bridge = await startTestBridge(env);
   cleanups.push(() => bridge.stop());
@@ -54,15 +55,28 @@ async function start(seed: number, sim: SimulatorOptions, overrides: Record<stri
   };
 }
 
-async function judge(run: Run, name: string, historyEnd: number, extra: Record<string, unknown>) {
+/**
+ * Settles, reads every topic back and asserts the oracle's verdict. `deadLettered`: reviews the upstream serves
+ * poisoned, which must never be published (a record can only cost itself): they are not counted as lost.
+ */
+async function judge(
+  run: Run,
+  name: string,
+  historyEnd: number,
+  extra: Record<string, unknown>,
+  deadLettered: ReadonlySet<string> = new Set(),
+) {
   const { env, monitor, oracle, topics } = run;
-  await settle(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!, historyEnd, 120_000);
+  await settle(redisAddress(env), env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!, historyEnd, 120_000);
   const report = await monitor.stop();
   const verdict = await oracle.verify(
     await readTopics(Object.values(topics)),
     topics,
     `urn:reviews-bridge:${env.BRIDGE_ACCOUNT}`,
   );
+  const exempt = verdict.lost.created.filter((f) => deadLettered.has(f.review));
+  expect(exempt).toHaveLength(deadLettered.size);
+  verdict.lost.created = verdict.lost.created.filter((f) => !deadLettered.has(f.review));
   console.log(
     summary(name, verdict, {
       ...extra,
@@ -95,7 +109,8 @@ describe('fault: upstream', () => {
       pauseMs: [30, 150],
       passRunning: () => run.monitor.sweepRunning,
       onStep: async (step) => {
-        if (step % 80 === 0) await requestSweep(run.env.REDIS_URL!, run.env.REDIS_KEY_PREFIX!, run.env.BRIDGE_ACCOUNT!);
+        if (step % 80 === 0)
+          await requestSweep(redisAddress(run.env), run.env.REDIS_KEY_PREFIX!, run.env.BRIDGE_ACCOUNT!);
       },
     });
     await sleep(10_000);
@@ -115,6 +130,35 @@ describe('fault: upstream', () => {
     expect(sim.byStatus['500'] ?? 0).toBeGreaterThan(0);
     expect(sim.byStatus['503'] ?? 0).toBeGreaterThan(0);
     expect(sim.byStatus['429'] ?? 0).toBeGreaterThan(0);
+  });
+
+  it('(f) poisoned records appear in the listing mid-history: every other change is delivered, nothing lost', async () => {
+    const run = await start(53, { rateLimit: null }, { UPSTREAM_RATE_LIMIT_RPS: '20', POLL_INTERVAL_MS: '500' });
+    const { env, monitor } = run;
+    const history = run.oracle.runHistory({
+      durationMs: 20_000,
+      pauseMs: [30, 150],
+      passRunning: () => monitor.sweepRunning,
+    });
+    await waitFor(() => (monitor.last.initial_done === '1' ? true : undefined), 60_000, 'the initial load', 20);
+    // Each kind of absurd record of issue 9, twice over the run, one of them during a sweep.
+    const poisoned = run.sim.control.addPoisonReviews();
+    await sleep(5_000);
+    await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
+    poisoned.push(...run.sim.control.addPoisonReviews());
+    const stats = await history;
+    const historyEnd = Date.now();
+    const ids = new Set(poisoned.map((p) => String(p.id)));
+    await judge(
+      run,
+      'poisoned records mixed into the history',
+      historyEnd,
+      { history: stats, poisoned: ids.size },
+      ids,
+    );
+    const dead = await readTopics([env.KAFKA_TOPIC_DEAD_LETTER!]);
+    const deadIds = new Set(dead.map((m) => m.key));
+    for (const p of poisoned) expect(deadIds.has(String(p.id)), `dead letter of poisoned review ${p.id}`).toBe(true);
   });
 
   it('(e) tokens revoked again and again, also mid-pass: nothing lost', async () => {
@@ -139,7 +183,7 @@ describe('fault: upstream', () => {
     );
     const t0 = Date.now();
     for (let i = 0; Date.now() - t0 < 22_000; i++) {
-      if (i % 2 === 1) await requestSweep(env.REDIS_URL!, env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
+      if (i % 2 === 1) await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
       await sleep(300 + Math.random() * 1_500);
       revocations.push(monitor.last.sweep_kind || 'polling');
       run.sim.control.revokeTokens();

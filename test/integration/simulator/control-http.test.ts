@@ -71,4 +71,35 @@ describe('HTTP control interface and SimulatorHttpControl', () => {
     expect(bad.status).toBe(201);
     expect(simulator.control.stats().requests).toBe(0);
   });
+
+  it('removes a review over HTTP and a broken listing drops about the configured fraction', async () => {
+    const simulator = await sim({ reviewCount: 400 });
+    const control = new SimulatorHttpControl(simulator.url);
+    await control.removeReview(7);
+    expect(await control.get(7)).toBeNull();
+    await expect(control.removeReview(7)).rejects.toMatchObject({ status: 404 });
+    const ids = async () => {
+      const bearer = await token(simulator.url);
+      const seen: number[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = (
+          await list(simulator.url, bearer, cursor ? { limit: 100, next_page: cursor } : { limit: 100 })
+        ).json() as Envelope;
+        seen.push(...page.reviews.map((r) => r.id as number));
+        cursor = page.next_page as string | undefined;
+      } while (cursor);
+      return seen;
+    };
+    const full = await ids();
+    expect(full).toHaveLength(399);
+    expect(full).not.toContain(7);
+    await control.setFaults({ dropRate: 0.5 });
+    const broken = await ids();
+    expect(broken.length).toBeGreaterThan(120);
+    expect(broken.length).toBeLessThan(280);
+    expect(broken.every((id) => full.includes(id))).toBe(true);
+    // The same reviews are dropped on every read, as a consistently broken listing would.
+    expect(await ids()).toEqual(broken);
+  });
 });

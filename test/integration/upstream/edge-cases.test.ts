@@ -112,15 +112,17 @@ describe('upstream client edge cases (local servers)', () => {
     expect(isUpstreamError(err, 'client')).toBe(true);
     expect(err.message).toMatch(/answered 400/);
     for (const leak of [TOKEN, SECRET, 'jane.doe@example.com', 'Bearer tok']) expect(err.message).not.toContain(leak);
-    // 400 is not retried.
-    expect(server.seen).toHaveLength(1);
+    // A 400 is not retried as if transient; it is only asked again for smaller pages (the way the upstream refuses
+    // a page over its payload limit), then given up on.
+    const limits = server.seen.map((req) => new URL(req.url ?? '/', 'http://x').searchParams.get('limit'));
+    expect(limits).toEqual(['100', '50', '25', '12', '6', '3', '1']);
   });
 
-  it('does not retry a 404', async () => {
+  it('does not retry a 404, and names it a configuration error', async () => {
     const server = await upstream((_req, res) => json(res, 404, { error: 'not found' }));
     const { client } = track(testClient(server.url, {}, creds));
     const err = await failure(drain(client));
-    expect(isUpstreamError(err, 'client')).toBe(true);
+    expect(isUpstreamError(err, 'config')).toBe(true);
     expect((err as UpstreamError).status).toBe(404);
     expect(server.seen).toHaveLength(1);
   });

@@ -57,30 +57,38 @@ describe('upstream client faults (simulator)', () => {
     expect(pass.rejects.length).toBeGreaterThan(10);
     expect(pass.reviews.length + pass.rejects.length).toBe(500);
     expect(pass.pages).toHaveLength(5);
-    const reasons = new Set(pass.rejects.map((r) => r.reason));
-    for (const reason of reasons) {
+    expect(new Set(pass.rejects.map((r) => r.reason))).toEqual(new Set(['schema']));
+    const details = new Set(pass.rejects.map((r) => r.detail));
+    for (const detail of details) {
       expect(['id:invalid_type', 'updated_date:invalid_type', 'client_publication_status:invalid_type']).toContain(
-        reason,
+        detail,
       );
     }
     // Ids stay readable for the dead-letter key except where the id itself is the broken field.
-    expect(pass.rejects.filter((r) => r.reason !== 'id:invalid_type').every((r) => r.id !== null)).toBe(true);
+    expect(pass.rejects.filter((r) => r.detail !== 'id:invalid_type').every((r) => r.id !== null)).toBe(true);
     expect(log.rejects).toHaveLength(pass.rejects.length);
     expect(log.retries).toEqual([]);
   });
 
-  it('refuses an oversized body with a clear too_large error instead of buffering it', async () => {
+  it('asks for smaller pages when a body exceeds the cap, and refuses a single review over it (too_large)', async () => {
     // 100 records padded with 20 kB each decode to about 2 MB; the cap is 512 KiB. The simulator gzips the page,
-    // so the wire size stays small: only counting decoded bytes catches it.
+    // so the wire size stays small: only counting decoded bytes catches it. Halving: 100 and 50 refused, 25 served.
     const sim = await simulator({ reviewCount: 300, rateLimit: null, faults: { padBytes: 20_000 } });
-    const { client } = track(testClient(sim.url, { maxBodyBytes: 512 * 1024 }));
+    const { client, log } = track(testClient(sim.url, { maxBodyBytes: 512 * 1024 }));
 
+    const pass = await drain(client);
+
+    expect(pass.reviews.map((r) => r.id)).toEqual(range(300));
+    expect(Math.max(...pass.pages.map((p) => p.reviews.length))).toBe(25);
+    expect(log.pageShrinks.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(log.pageShrinks)).toEqual(new Set(['too_large']));
+
+    // One review alone over the cap cannot be served at all: a clear error, not a loop.
+    sim.control.setFaults({ padBytes: 600_000 });
     const err = await failure(drain(client));
-
     expect(isUpstreamError(err, 'too_large')).toBe(true);
     expect(err.message).toMatch(/response too large: decoded body exceeds the 524288-byte cap \(maxBodyBytes\)/);
-    // Not retried: the same page would be as large on every attempt.
-    expect(sim.control.stats().byStatus['200']).toBe(2);
+    expect(err.message).toMatch(/limit 1\)/);
   });
 
   it('decodes a gzip body the client did not ask for', async () => {

@@ -16,6 +16,7 @@ export interface HookLog {
   limiterWaitSeconds: number;
   rejects: string[];
   unknownStatuses: string[];
+  pageShrinks: string[];
 }
 
 /** Hooks that append to a HookLog. */
@@ -28,6 +29,7 @@ export function recordingHooks(): { hooks: UpstreamHooks; log: HookLog } {
     limiterWaitSeconds: 0,
     rejects: [],
     unknownStatuses: [],
+    pageShrinks: [],
   };
   const hooks: UpstreamHooks = {
     onRequest: (endpoint, status, seconds) => {
@@ -42,6 +44,7 @@ export function recordingHooks(): { hooks: UpstreamHooks; log: HookLog } {
     },
     onReject: (reason) => log.rejects.push(reason),
     onUnknownStatus: (field) => log.unknownStatuses.push(field),
+    onPageShrunk: (reason) => log.pageShrinks.push(reason),
   };
   return { hooks, log };
 }

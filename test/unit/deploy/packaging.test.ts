@@ -31,7 +31,7 @@ function walk(dir: string): string[] {
   });
 }
 
-/** A full version tag ("3.9.1", "v3.5.0", "7.4.2-alpine", "20.20.2-bookworm-slim") or a digest; never latest. */
+/** A full version tag ("3.9.1", "v3.5.0", "7.4.2-alpine", "24.21.0-bookworm-slim") or a digest; never latest. */
 function pinnedImage(image: string): boolean {
   const m = /^(?<name>[a-z0-9][\w./-]*?)(?::(?<tag>[\w.-]+))?(?:@sha256:[a-f0-9]{64})?$/.exec(image);
   if (!m?.groups) return false;
@@ -146,11 +146,15 @@ describe('Dockerfile', () => {
   const froms = ins.filter((i) => i.op === 'FROM');
   const resolve = (s: string): string => s.replace(/\$\{?(\w+)\}?/g, (_, k: string) => args.get(k) ?? `$${k}`);
 
-  it('is multi-stage on a pinned node 20 bookworm-slim base', () => {
+  it('is multi-stage on a pinned node 24 bookworm-slim base, the Node version the tests run on', () => {
+    // scripts/node.sh fetches this version for npm test and the demo; the image must ship the same one.
+    const testedNode = /^NODE24_VERSION=(\d+\.\d+\.\d+)$/m.exec(read('scripts/node.sh'))?.[1];
+    expect(testedNode).toMatch(/^24\./);
     expect(froms.length).toBeGreaterThanOrEqual(2);
     for (const f of froms) {
       const image = resolve(f.args.split(/\s+/)[0] ?? '');
-      expect(image, f.args).toMatch(/^node:20\.\d+\.\d+-bookworm-slim(@sha256:[a-f0-9]{64})?$/);
+      expect(image, f.args).toMatch(/^node:24\.\d+\.\d+-bookworm-slim(@sha256:[a-f0-9]{64})?$/);
+      expect(image.startsWith(`node:${testedNode}-`), f.args).toBe(true);
       expect(pinnedImage(image)).toBe(true);
     }
   });
@@ -250,6 +254,14 @@ describe('docker-compose.yml', () => {
     expect(String(svc('prometheus').image)).toMatch(/^prom\/prometheus:v3\.\d+\.\d+$/);
     expect(String(svc('grafana').image)).toMatch(/^grafana\/grafana:11\.\d+\.\d+$/);
     expect(bridgeRuns.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('publishes ports on 127.0.0.1 only (the demo has no authentication)', () => {
+    const published = Object.entries(services).flatMap(([name, s]) =>
+      arr(obj(s, name).ports ?? []).map((p) => [name, String(p)] as const),
+    );
+    expect(published.length).toBeGreaterThan(0);
+    for (const [name, port] of published) expect(port, `service ${name}`).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
   });
 
   it('pins every image to an explicit version', () => {
@@ -460,11 +472,19 @@ describe('Kubernetes manifests', () => {
 
   it('credentials are Secret-mounted files read through the *_FILE variables', () => {
     const env = containerEnv();
-    expect(env.UPSTREAM_CLIENT_ID).toBeUndefined();
-    expect(env.UPSTREAM_CLIENT_SECRET).toBeUndefined();
     const mounts = arr(bridge.volumeMounts).map((m) => obj(m, 'volumeMount'));
     const volumes = new Map(arr(podSpec.volumes).map((v) => [String(obj(v, 'volume').name), obj(v, 'volume')]));
-    for (const key of ['UPSTREAM_CLIENT_ID_FILE', 'UPSTREAM_CLIENT_SECRET_FILE']) {
+    const fileVars = Object.keys(env).filter((k) => k.endsWith('_FILE'));
+    for (const key of [
+      'UPSTREAM_CLIENT_ID_FILE',
+      'UPSTREAM_CLIENT_SECRET_FILE',
+      'KAFKA_SASL_PASSWORD_FILE',
+      'REDIS_PASSWORD_FILE',
+      'EVENT_HASH_KEY_FILE',
+    ]) {
+      expect(fileVars).toContain(key);
+    }
+    for (const key of fileVars) {
       const path = env[key] ?? '';
       const mount = mounts.find((m) => path.startsWith(`${String(m.mountPath)}/`));
       expect(mount, `${key}=${path} is not under a volume mount`).toBeDefined();
@@ -472,6 +492,70 @@ describe('Kubernetes manifests', () => {
       const items = arr(secret.items).map((i) => String(obj(i, 'item').path));
       expect(items).toContain(posix.relative(String(mount?.mountPath), path));
     }
+  });
+
+  it('nothing secret in the ConfigMap or the plain environment', () => {
+    const env = containerEnv();
+    for (const key of ['UPSTREAM_CLIENT_ID', 'UPSTREAM_CLIENT_SECRET', 'KAFKA_SASL_PASSWORD', 'REDIS_PASSWORD']) {
+      expect(env[key], key).toBeUndefined();
+    }
+    for (const cm of configMaps.values()) {
+      for (const [key, value] of Object.entries(obj(cm.data ?? {}, 'data'))) {
+        expect(key, 'a secret-looking key in the ConfigMap').not.toMatch(/PASSWORD$|SECRET$|TOKEN|HASH_KEY$/);
+        expect(String(value), `${key} carries credentials`).not.toMatch(/:\/\/[^/\s]*@/);
+      }
+    }
+    // Transport: TLS to Kafka and Redis, https upstream, no plaintext SASL.
+    expect(env.KAFKA_SSL).toBe('true');
+    expect(env.KAFKA_SASL_ALLOW_PLAINTEXT ?? 'false').toBe('false');
+    expect(env.REDIS_URL).toMatch(/^rediss:\/\//);
+    expect(env.UPSTREAM_BASE_URL).toMatch(/^https:\/\//);
+    expect(env.UPSTREAM_ALLOW_INSECURE ?? 'false').toBe('false');
+    expect(env.EVENT_FIELDS_ALLOW_RAW_EMAIL ?? 'false').toBe('false');
+  });
+
+  it('the namespace enforces the restricted Pod Security profile, which the pods meet', () => {
+    const labels = obj(obj(one('Namespace').metadata, 'metadata').labels, 'namespace labels');
+    for (const mode of ['enforce', 'audit', 'warn'])
+      expect(labels[`pod-security.kubernetes.io/${mode}`]).toBe('restricted');
+    const pod = obj(podSpec.securityContext, 'securityContext');
+    expect(pod.runAsNonRoot).toBe(true);
+    expect(obj(pod.seccompProfile, 'seccompProfile').type).toBe('RuntimeDefault');
+    for (const c of containers) {
+      const sc = obj(c.securityContext, 'container securityContext');
+      expect(sc.allowPrivilegeEscalation).toBe(false);
+      expect(arr(obj(sc.capabilities, 'capabilities').drop)).toEqual(['ALL']);
+    }
+    expect(podSpec.automountServiceAccountToken).toBe(false);
+  });
+
+  it('the NetworkPolicy admits only the metrics port and lets out only DNS, Kafka, Redis and HTTPS', () => {
+    const policy = one('NetworkPolicy');
+    const spec = obj(policy.spec, 'spec');
+    for (const [k, v] of Object.entries(obj(obj(spec.podSelector, 'podSelector').matchLabels, 'matchLabels'))) {
+      expect(podLabels[k], k).toBe(v);
+    }
+    expect(arr(spec.policyTypes)).toEqual(['Ingress', 'Egress']);
+    const metricsPort = obj(arr(bridge.ports)[0], 'port').containerPort;
+    const ingressPorts = arr(spec.ingress).flatMap((r) =>
+      arr(obj(r, 'ingress rule').ports).map((p) => obj(p, 'port').port),
+    );
+    expect(ingressPorts).toEqual([metricsPort]);
+    const egressPorts = arr(spec.egress).flatMap((r) => {
+      const rule = obj(r, 'egress rule');
+      expect(arr(rule.to).length, 'an egress rule without destinations allows everything').toBeGreaterThan(0);
+      return arr(rule.ports).map((p) => Number(obj(p, 'port').port));
+    });
+    const port = (url: string, fallback: number) => Number(new URL(url).port || fallback);
+    const env = containerEnv();
+    expect(new Set(egressPorts)).toEqual(
+      new Set([
+        53,
+        ...(env.KAFKA_BROKERS ?? '').split(',').map((b) => Number(b.split(':')[1])),
+        port(env.REDIS_URL ?? '', 6379),
+        port(env.UPSTREAM_BASE_URL ?? '', 443),
+      ]),
+    );
   });
 
   it('Service, ServiceMonitor and PodDisruptionBudget select the bridge pods and port', () => {

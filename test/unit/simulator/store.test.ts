@@ -109,4 +109,36 @@ describe('ReviewStore', () => {
       { numRuns: 300 },
     );
   });
+
+  it('removes reviews from every listing and from lookups, keeping ids dense for the rest (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 1, max: 300 }), { maxLength: 120 }),
+        fc.integer({ min: 1, max: 100 }),
+        (removed, limit) => {
+          const clock = manualClock();
+          const store = new ReviewStore(2, 300, clock.now);
+          store.setStatus(5, { client: 'REJECTED' });
+          store.setStatus(250, { client: 'APPROVED' });
+          for (const id of removed) store.remove(id);
+          const gone = new Set(removed);
+          const all = Array.from({ length: 300 }, (_, i) => i + 1).filter((id) => !gone.has(id));
+          expect(drain(store, { limit, minUpdated: null })).toEqual(all);
+          expect(drain(store, { limit, minUpdated: clock.now() })).toEqual([5, 250].filter((id) => !gone.has(id)));
+          expect(drain(store, { limit, minUpdated: 0 })).toEqual(all);
+          for (const id of removed) expect(store.get(id)).toBeNull();
+          expect(store.count()).toBe(300);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('refuses to remove or change an unknown or removed review', () => {
+    const store = new ReviewStore(1, 10);
+    store.remove(3);
+    expect(() => store.remove(3)).toThrow(StoreError);
+    expect(() => store.remove(11)).toThrow(StoreError);
+    expect(() => store.setStatus(3, { client: 'APPROVED' })).toThrow(StoreError);
+  });
 });

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Production-shaped Redis topologies on loopback without Docker, from Debian's redis-server, redis-sentinel and
+# redis-cli (installed with apt-get when missing), for the failover tests.
+#
+# Usage: scripts/redis-topology.sh KIND VERB [ARGS]
+#   KIND sentinel (BASE defaults to 36500): a primary on BASE, its replica on BASE+1, and three Sentinels on
+#        BASE+2..BASE+4 watching it under the name "bridge" (quorum 2, down after 1 s)
+#   KIND cluster  (BASE defaults to 36600): a Redis Cluster of three primaries with one replica each on
+#        BASE..BASE+5 (redis-cli --cluster create ... --cluster-replicas 1), node timeout 2 s
+#   start  [BASE]        start every member, wait until the topology serves, write the env file
+#   stop   [BASE]        stop every member by pid (SIGTERM, SIGKILL after 20 s) and delete the run directory
+#   kill   PORT [BASE]   SIGKILL one member (crash); its data (append-only file) is kept
+#   start-member PORT [BASE]
+#                        start that member again on its data (a sentinel-managed node rejoins as a replica)
+#   status [BASE]        exit 0 when every member runs
+# Everything lives in .run/redis-KIND-BASE/ (one directory per port: redis.conf, data, pid, log); the env file
+# .run/redis-KIND-BASE.env exports REDIS_SENTINELS + REDIS_SENTINEL_NAME, or REDIS_CLUSTER_NODES.
+# Data nodes keep an append-only file (fsync every second), as production would.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MASTER_NAME=bridge
+
+log() { printf 'redis-%s: %s\n' "${KIND:-topology}" "$*" >&2; }
+die() {
+  printf 'redis-%s: ERROR: %s\n' "${KIND:-topology}" "$*" >&2
+  exit 1
+}
+
+# The redis-sentinel and redis-tools packages come with redis-server on Debian but are separate packages.
+ensure_installed() {
+  local tool package
+  for tool in redis-server:redis-server redis-cli:redis-tools redis-sentinel:redis-sentinel; do
+    package="${tool#*:}"
+    tool="${tool%%:*}"
+    command -v "$tool" >/dev/null && continue
+    log "$tool not found; installing Debian's $package"
+    [[ "$(id -u)" == 0 ]] || die "$tool is missing and installing it needs root (apt-get install -y $package)"
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq "$package"; } >&2 || die "apt-get install $package failed"
+    command -v "$tool" >/dev/null || die "$tool still not found after installing $package"
+  done
+}
+
+base_arg() {
+  local default="$1" base="${2:-$1}"
+  [[ "$base" =~ ^[0-9]+$ && "$base" -ge 1024 && "$base" -le 65500 ]] || die "invalid base port '$base'"
+  echo "$base"
+}
+
+port_listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+cli() { redis-cli -h 127.0.0.1 -p "$1" "${@:2}"; }
+
+# Prints the pid when the member's pid file names a live redis process (guards against a recycled pid).
+running_pid() {
+  local dir="$1" port="$2" pid
+  [[ -f "$dir/redis.pid" ]] || return 1
+  pid="$(cat "$dir/redis.pid")"
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "redis-.*:$port" || return 1
+  echo "$pid"
+}
+
+run_dir() { echo "$ROOT/.run/redis-$KIND-$BASE"; }
+env_file() { echo "$ROOT/.run/redis-$KIND-$BASE.env"; }
+members() {
+  if [[ "$KIND" == sentinel ]]; then seq "$BASE" $((BASE + 4)); else seq "$BASE" $((BASE + 5)); fi
+}
+is_sentinel() { [[ "$KIND" == sentinel && "$1" -ge $((BASE + 2)) ]]; }
+
+write_config() {
+  local port="$1" dir="$2"
+  printf 'port %s\nbind 127.0.0.1\ndaemonize yes\npidfile %s/redis.pid\nlogfile %s/redis.log\ndir %s\n' \
+    "$port" "$dir" "$dir" "$dir" >"$dir/redis.conf"
+  if is_sentinel "$port"; then
+    # Sentinel rewrites this file with what it learns (replicas, other sentinels, the current primary).
+    cat >>"$dir/redis.conf" <<EOF
+sentinel resolve-hostnames no
+sentinel monitor $MASTER_NAME 127.0.0.1 $BASE 2
+sentinel down-after-milliseconds $MASTER_NAME 1000
+sentinel failover-timeout $MASTER_NAME 5000
+sentinel parallel-syncs $MASTER_NAME 1
+EOF
+    return
+  fi
+  printf 'save ""\nappendonly yes\nappendfsync everysec\n' >>"$dir/redis.conf"
+  if [[ "$KIND" == cluster ]]; then
+    printf 'cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 2000\n' >>"$dir/redis.conf"
+  elif [[ "$port" != "$BASE" ]]; then
+    echo "replicaof 127.0.0.1 $BASE" >>"$dir/redis.conf"
+  fi
+}
+
+# Starts one member on its existing config (written on the topology's first start, then kept: Sentinel and
+# Redis Cluster record their view of the topology in it).
+start_member() {
+  local port="$1" dir pid
+  dir="$(run_dir)/$port"
+  if pid="$(running_pid "$dir" "$port")"; then
+    log "member $port already running (pid $pid)"
+    return 0
+  fi
+  port_listening "$port" && die "port $port is already in use by something else"
+  [[ -f "$dir/redis.conf" ]] || die "no member on port $port in $(run_dir) (start the topology first)"
+  if is_sentinel "$port"; then redis-sentinel "$dir/redis.conf"; else redis-server "$dir/redis.conf"; fi
+  for _ in $(seq 100); do
+    [[ "$(cli "$port" PING 2>/dev/null)" == PONG ]] && return 0
+    sleep 0.1
+  done
+  tail -n 20 "$dir/redis.log" >&2 || true
+  die "member $port did not answer PING within 10 s"
+}
+
+stop_member() {
+  local port="$1" signal="${2:-TERM}" dir pid
+  dir="$(run_dir)/$port"
+  pid="$(running_pid "$dir" "$port")" || return 0
+  kill "-$signal" "$pid" 2>/dev/null || true
+  for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  log "pid $pid still alive after 20 s, sending SIGKILL"
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+wait_until() {
+  local what="$1" tries="$2"
+  shift 2
+  for _ in $(seq "$tries"); do
+    "$@" && return 0
+    sleep 0.2
+  done
+  die "timed out waiting for $what"
+}
+
+sentinel_ready() {
+  local s
+  for s in $((BASE + 2)) $((BASE + 3)) $((BASE + 4)); do
+    cli "$s" SENTINEL CKQUORUM "$MASTER_NAME" 2>/dev/null | grep -q '^OK' || return 1
+  done
+  cli "$BASE" INFO replication 2>/dev/null | grep -q '^connected_slaves:1'
+}
+
+# Every node sees the whole cluster, and every replica is in sync with its primary (writes can be acknowledged).
+cluster_ready() {
+  local port info
+  for port in $(members); do
+    cli "$port" CLUSTER INFO 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+    info="$(cli "$port" INFO replication 2>/dev/null)"
+    if grep -q '^role:master' <<<"$info"; then grep -q '^connected_slaves:1' <<<"$info" || return 1
+    else grep -q '^master_link_status:up' <<<"$info" || return 1; fi
+  done
+}
+
+start() {
+  local port dir started addresses=()
+  ensure_installed
+  started=$(date +%s%N)
+  for port in $(members); do
+    if port_listening "$port" && ! running_pid "$(run_dir)/$port" "$port" >/dev/null; then
+      die "port $port is already in use; choose another base port"
+    fi
+  done
+  if ! status >/dev/null 2>&1; then
+    stop
+    for port in $(members); do
+      dir="$(run_dir)/$port"
+      mkdir -p "$dir"
+      write_config "$port" "$dir"
+    done
+  fi
+  # A start that fails half-way leaves nothing running.
+  trap '[[ -f "$(env_file)" ]] || stop' EXIT
+  for port in $(members); do start_member "$port"; done
+  if [[ "$KIND" == sentinel ]]; then
+    wait_until "the replica and a sentinel quorum" 150 sentinel_ready
+    addresses=("127.0.0.1:$((BASE + 2))" "127.0.0.1:$((BASE + 3))" "127.0.0.1:$((BASE + 4))")
+    printf 'export REDIS_SENTINELS=%s\nexport REDIS_SENTINEL_NAME=%s\n' \
+      "$(IFS=,; echo "${addresses[*]}")" "$MASTER_NAME" >"$(env_file)"
+  else
+    if ! cluster_ready; then
+      for port in $(members); do addresses+=("127.0.0.1:$port"); done
+      redis-cli --cluster create "${addresses[@]}" --cluster-replicas 1 --cluster-yes >"$(run_dir)/create.out" 2>&1 ||
+        { cat "$(run_dir)/create.out" >&2; die "redis-cli --cluster create failed"; }
+    fi
+    wait_until "cluster_state:ok on every node" 150 cluster_ready
+    addresses=()
+    for port in $(members); do addresses+=("127.0.0.1:$port"); done
+    printf 'export REDIS_CLUSTER_NODES=%s\n' "$(IFS=,; echo "${addresses[*]}")" >"$(env_file)"
+  fi
+  log "ready after $((($(date +%s%N) - started) / 1000000)) ms; env: $(env_file)"
+  cat "$(env_file)" >&2
+}
+
+stop() {
+  local port
+  for port in $(members); do stop_member "$port" & done
+  wait
+  rm -rf "$(run_dir)" "$(env_file)"
+}
+
+status() {
+  local port rc=0 pid
+  for port in $(members); do
+    if pid="$(running_pid "$(run_dir)/$port" "$port")"; then echo "redis-$KIND: $port running (pid $pid)"
+    else
+      echo "redis-$KIND: $port not running"
+      rc=3
+    fi
+  done
+  return "$rc"
+}
+
+member_port() {
+  [[ "${1:-}" =~ ^[0-9]+$ ]] && members | grep -qx "$1" || die "'${1:-}' is not a member port of this topology"
+  echo "$1"
+}
+
+KIND="${1:-}"
+VERB="${2:-}"
+case "$KIND" in
+  sentinel) DEFAULT_BASE=36500 ;;
+  cluster) DEFAULT_BASE=36600 ;;
+  *)
+    sed -n '2,/^set -euo/{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac
+case "$VERB" in
+  start | stop | status) BASE="$(base_arg "$DEFAULT_BASE" "${3:-}")" ;;
+  kill | start-member) BASE="$(base_arg "$DEFAULT_BASE" "${4:-}")" ;;
+  *)
+    sed -n '2,/^set -euo/{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac
+case "$VERB" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  kill) stop_member "$(member_port "${3:-}")" KILL ;;
+  start-member) start_member "$(member_port "${3:-}")" ;;
+esac

@@ -1,0 +1,95 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+
+// Keeps this replica's lease alive while it leads. Renewals are strictly sequential (the next is scheduled only
+// after the previous one answered), so a slow Redis can never have two renewals racing; and the lease stamps a
+// renewal with the time it was sent, because the lease's ttl started no earlier than that at Redis.
+
+/** The lease operations the keeper and the loop use (Lease in production, a fake in unit tests). */
+export interface LeasePort {
+  /** Acquires or renews; resolves the epoch led under, or 0 when another replica leads. */
+  renew(): Promise<number>;
+  /** The epoch held now (0 when not leading or when the last renewal is older than the ttl). */
+  current(): number;
+  /** Gives the lease up so that a standby takes over without waiting for the ttl. */
+  release(): Promise<void>;
+}
+
+/** Options of {@link LeaseKeeper}. */
+export interface LeaseKeeperOptions {
+  /** Time between the end of one renewal and the start of the next (a third of the ttl leaves two tries). */
+  periodMs: number;
+  logger: Logger;
+  /** Called once each time a held lease is lost (taken by another replica, or not renewable within its ttl). */
+  onLost?: (epochBefore: number) => void;
+}
+
+/** Renews a lease on its period, one renewal at a time, and reports its loss. */
+export class LeaseKeeper {
+  private pending: Promise<number> | null = null;
+  private stopper: AbortController | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    readonly lease: LeasePort,
+    private readonly options: LeaseKeeperOptions,
+  ) {}
+
+  /** The epoch held now (0 when not leading). */
+  epoch(): number {
+    return this.lease.current();
+  }
+
+  /** Renews now, or joins the renewal already under way (never two at once). */
+  renewNow(): Promise<number> {
+    if (this.pending) return this.pending;
+    const before = this.lease.current();
+    const renewal = this.lease.renew().then(
+      (epoch) => {
+        if (before > 0 && epoch !== before) this.lost(before, 'lease taken by another replica');
+        return epoch;
+      },
+      (err: unknown) => {
+        if (before > 0 && this.lease.current() === 0) this.lost(before, 'lease could not be renewed in time');
+        throw err;
+      },
+    );
+    const settled = renewal.finally(() => {
+      if (this.pending === settled) this.pending = null;
+    });
+    this.pending = settled;
+    return settled;
+  }
+
+  /** Starts renewing in the background. */
+  start(): void {
+    if (this.running) return;
+    const stopper = (this.stopper = new AbortController());
+    this.running = (async () => {
+      while (!stopper.signal.aborted) {
+        await this.renewNow().catch(() => undefined);
+        await sleep(this.options.periodMs, undefined, { signal: stopper.signal }).catch(() => undefined);
+      }
+    })();
+  }
+
+  /** Stops renewing (after the renewal under way, if any); does not release the lease. */
+  async stop(): Promise<void> {
+    this.stopper?.abort();
+    await this.running;
+    await this.pending?.catch(() => undefined);
+    this.running = null;
+    this.stopper = null;
+  }
+
+  /** Stops renewing and gives the lease up. */
+  async release(): Promise<void> {
+    await this.stop();
+    await this.lease.release();
+  }
+
+  private lost(epoch: number, why: string): void {
+    this.options.logger.warn({ epoch }, `${why}; abandoning the pass in flight`);
+    this.options.onLost?.(epoch);
+  }
+}

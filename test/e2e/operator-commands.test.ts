@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { accountKeys, connectRedis } from '../../src/redis.js';
+import { startSimulator } from '../../src/simulator/index.js';
+import { SnapshotStore } from '../../src/snapshot/store.js';
+import { testEnv } from '../helpers/bridge.js';
+import { runCli, runCliFull } from '../helpers/processes.js';
+
+// The operator commands of issue 11 as an operator runs them: separate processes against the real Redis (and, for
+// a sweep run in place, the simulator and Kafka). What the leader does with the flags is the loop's part.
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function storeOf(env: Record<string, string>): SnapshotStore {
+  const redis = connectRedis(env.REDIS_URL!);
+  cleanups.push(async () => void (await redis.quit()));
+  return new SnapshotStore(redis, accountKeys(env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!));
+}
+
+describe('operator commands', () => {
+  it('pause, status, resume and resync requests go through Redis; bad arguments exit 2 with a clear message', async () => {
+    const env = testEnv('http://127.0.0.1:9');
+    const store = storeOf(env);
+
+    const paused = JSON.parse(await runCli('pause', env));
+    expect(paused.paused).toBe(true);
+    const since = await store.pausedSince();
+    expect(since).not.toBeNull();
+    const status = JSON.parse(await runCli('status', env));
+    expect(status).toMatchObject({ paused: true, pausedSince: new Date(since!).toISOString(), progress: null });
+
+    expect(JSON.parse(await runCli('resume', env))).toMatchObject({ paused: false, wasPaused: true });
+    expect(await store.pausedSince()).toBeNull();
+    expect(JSON.parse(await runCli('status', env)).paused).toBe(false);
+
+    const requested = JSON.parse(await runCli(['resync', '--ids', '5,3'], env));
+    expect(requested).toMatchObject({ requested: true, scope: { kind: 'ids', ids: [3, 5] } });
+    expect(JSON.parse(await runCli('status', env)).resyncRequested).toMatchObject({
+      id: requested.id,
+      scope: { kind: 'ids' },
+    });
+    const taken = await store.takeResyncRequest();
+    expect(taken).toMatchObject({ id: requested.id, scope: { kind: 'ids', ids: [3, 5] } });
+    expect(await store.takeResyncRequest()).toBeNull();
+
+    const bad = await runCliFull(['resync', '--ids', '1,x'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('reviews-bridge resync: --ids: "x" is not a review id');
+    expect(await store.takeResyncRequest()).toBeNull();
+    const none = await runCliFull(['resync'], env);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('exactly one of --ids 1,2,3 | --since <date> | --all');
+  });
+
+  it('sweep --wait without a leader runs the sweep here and reports progress as plain lines', async () => {
+    const sim = await startSimulator({ reviewCount: 1_500, rateLimit: null });
+    cleanups.push(() => sim.close());
+    const env = testEnv(sim.url, { UPSTREAM_PAGE_SIZE: '50' });
+    const result = await runCliFull(['sweep', '--wait'], env, 120_000);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ completed: true, kind: 'initial' });
+    const lines = result.stderr.split('\n').filter((l) => l.startsWith('sweep '));
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.at(-1)).toMatch(/^sweep \d+\/\d+ 100\.0% .* completed$/);
+    expect(result.stderr).not.toContain('\r');
+    const unknown = await runCliFull(['sweep', '--now'], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('sweep: unknown argument "--now"');
+  });
+});

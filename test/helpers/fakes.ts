@@ -1,0 +1,256 @@
+import { pino } from 'pino';
+import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent } from '../../src/events.js';
+import type { LeasePort } from '../../src/lease-keeper.js';
+import { BridgeMetrics } from '../../src/metrics.js';
+import type { PassesSink, PassesSnapshot } from '../../src/passes/index.js';
+import type { DeadLetter } from '../../src/publisher.js';
+import type { SnapshotEntry } from '../../src/snapshot/entry.js';
+import type { Checkpoint, CheckpointUpdate, PassProgress } from '../../src/snapshot/store.js';
+import type { ResyncRequest } from '../../src/resync.js';
+import type { Review } from '../../src/upstream/review.js';
+import type { ListOptions, Page, ReviewSource } from '../../src/upstream/types.js';
+
+// In-memory stand-ins for the ports of the pipeline, the passes and the loop, for unit tests only (integration
+// and e2e tests use real Redis and Kafka). Each one records what it was asked in `log`, in call order.
+
+/** A logger that writes nothing. */
+export const silentLogger = pino({ level: 'silent' });
+
+/** Metrics on their own registry (pure, no I/O). */
+export function testMetrics(): BridgeMetrics {
+  return new BridgeMetrics({ account: 'test' });
+}
+
+/** A promise with its resolve/reject exposed, to hold a fake operation open until the test lets it go. */
+export interface Gate {
+  promise: Promise<void>;
+  open(): void;
+  fail(err: Error): void;
+}
+
+/** Creates a gate. */
+export function gate(): Gate {
+  let open!: () => void;
+  let fail!: (err: Error) => void;
+  const promise = new Promise<void>((resolve, reject) => {
+    open = resolve;
+    fail = reject;
+  });
+  return { promise, open, fail };
+}
+
+/** The snapshot as a Map and a checkpoint object. */
+export class FakeSnapshot implements PassesSnapshot {
+  readonly entries = new Map<number, SnapshotEntry>();
+  ckpt: Checkpoint = { watermark: null, initialDone: false, sweep: null, lastSweepAt: null, lastIncrementalAt: null };
+  readonly remembered = new Set<string>();
+  sweepRequested = false;
+  /** When set, the next commit waits for this gate (and fails if it fails). */
+  commitGate: Gate | null = null;
+
+  constructor(private readonly log: string[]) {}
+
+  async read(ids: readonly number[]): Promise<Map<number, SnapshotEntry>> {
+    this.log.push(`read ${ids.join(',')}`);
+    const out = new Map<number, SnapshotEntry>();
+    for (const id of ids) {
+      const e = this.entries.get(id);
+      if (e) out.set(id, e);
+    }
+    return out;
+  }
+
+  async commit(epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>, update: CheckpointUpdate) {
+    const g = this.commitGate;
+    this.commitGate = null;
+    if (g) await g.promise;
+    this.log.push(`commit ${entries.map(([id]) => id).join(',')}${update.sweep !== undefined ? ' +sweep' : ''}`);
+    for (const [id, e] of entries) this.entries.set(id, e);
+    const defined = Object.fromEntries(Object.entries(update).filter(([, v]) => v !== undefined));
+    this.ckpt = { ...this.ckpt, ...defined };
+  }
+
+  async checkpoint(): Promise<Checkpoint> {
+    return { ...this.ckpt };
+  }
+
+  async unseenDeadLetters(digests: readonly string[]): Promise<Set<string>> {
+    return new Set(digests.filter((d) => !this.remembered.has(d)));
+  }
+
+  async rememberDeadLetters(digests: ReadonlySet<string>): Promise<void> {
+    for (const d of digests) this.remembered.add(d);
+  }
+
+  async *scanEntries(): AsyncGenerator<Array<[number, SnapshotEntry]>> {
+    yield [...this.entries.entries()];
+  }
+
+  async removeEntries(_epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>): Promise<number> {
+    this.log.push(`remove ${entries.map(([id]) => id).join(',')}`);
+    let removed = 0;
+    for (const [id] of entries) if (this.entries.delete(id)) removed += 1;
+    return removed;
+  }
+
+  pausedAt: number | null = null;
+  resyncRequest: ResyncRequest | null = null;
+  readonly progress: PassProgress[] = [];
+
+  async takeResyncRequest(): Promise<ResyncRequest | null> {
+    const r = this.resyncRequest;
+    this.resyncRequest = null;
+    return r;
+  }
+
+  async requestResync(request: ResyncRequest): Promise<void> {
+    this.resyncRequest = request;
+  }
+
+  async setPassProgress(progress: PassProgress): Promise<void> {
+    this.progress.push(progress);
+  }
+
+  async size(): Promise<number> {
+    return this.entries.size;
+  }
+
+  async pausedSince(): Promise<number | null> {
+    return this.pausedAt;
+  }
+
+  async takeSweepRequest(): Promise<boolean> {
+    const r = this.sweepRequested;
+    this.sweepRequested = false;
+    return r;
+  }
+}
+
+/** A sink that keeps what it was given; a gate can hold or fail the next publish. */
+export class FakeSink implements PassesSink {
+  readonly events: ReviewEvent[] = [];
+  readonly deletions: ReviewDeletedEvent[] = [];
+  readonly heartbeats: ReviewHeartbeatEvent[] = [];
+  readonly deadLetters: DeadLetter[] = [];
+  /** Gates for the next publishes, in order. */
+  readonly gates: Gate[] = [];
+
+  constructor(private readonly log: string[]) {}
+
+  async publishDeletions(events: readonly ReviewDeletedEvent[]): Promise<void> {
+    this.log.push(`deleted ${events.map((e) => e.subject).join(',')}`);
+    this.deletions.push(...events);
+  }
+
+  async publishHeartbeat(event: ReviewHeartbeatEvent): Promise<void> {
+    this.heartbeats.push(event);
+  }
+
+  /** The Kafka message size limit the pipeline fits events to (none when undefined). */
+  maxMessageBytes: number | undefined = undefined;
+
+  /** When set, a publish that includes an event for which this returns an error fails with it. */
+  refuse: ((event: ReviewEvent) => Error | null) | null = null;
+
+  async publish(events: readonly ReviewEvent[], deadLetters: readonly DeadLetter[]): Promise<void> {
+    for (const event of events) {
+      const err = this.refuse?.(event);
+      if (err) throw err;
+    }
+    const ids = events
+      .map((e) => `${e.type.slice(7)}:${e.subject}`)
+      .concat(deadLetters.map((d) => `dl:${d.reject.id}`));
+    this.log.push(`publish ${ids.join(',')}`);
+    const g = this.gates.shift();
+    if (g) await g.promise;
+    this.events.push(...events);
+    this.deadLetters.push(...deadLetters);
+    this.log.push(`acked ${ids.join(',')}`);
+  }
+}
+
+/** A review with sane defaults. */
+export function review(id: number, overrides: Partial<Review> = {}): Review {
+  return {
+    id,
+    updated_date: 1_700_000_000_000 + id,
+    client_publication_status: 'PENDING',
+    pwr_publication_status: 'PENDING',
+    headline: `review ${id}`,
+    ...overrides,
+  };
+}
+
+/** A page of the given reviews, fetched a minute ago (before any pass a test opens after building it). */
+export function page(reviews: Review[], cursor: string | null = null, nextCursor: string | null = null): Page {
+  return { cursor, nextCursor, reviews, rejects: [], fetchedAt: Date.now() - 60_000 };
+}
+
+/** A listing served from fixed pages; records whether its iterators were closed early. */
+export class FakeSource implements ReviewSource {
+  closedEarly = 0;
+  readonly requests: ListOptions[] = [];
+  /** When set, the page at this index throws instead. */
+  failAt: { index: number; error: Error } | null = null;
+
+  constructor(public pagesToServe: Page[]) {}
+
+  pages(options: ListOptions): AsyncIterable<Page> {
+    this.requests.push(options);
+    return { [Symbol.asyncIterator]: () => this.walk(this.pagesToServe) };
+  }
+
+  private async *walk(pages: Page[]): AsyncGenerator<Page> {
+    let finished = false;
+    try {
+      for (let i = 0; i < pages.length; i++) {
+        if (this.failAt?.index === i) throw this.failAt.error;
+        yield pages[i]!;
+      }
+      finished = true;
+    } finally {
+      if (!finished) this.closedEarly += 1;
+    }
+  }
+
+  async checkCredentials(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
+
+/** A lease that can be told to lead, stand by or fail, and records its calls. */
+export class FakeLease implements LeasePort {
+  epoch = 1;
+  leading = true;
+  renewals = 0;
+  released = 0;
+  inFlight = 0;
+  maxInFlight = 0;
+  /** When set, each renewal waits this long (ms). */
+  delayMs = 0;
+  private held = 0;
+
+  async renew(): Promise<number> {
+    this.renewals += 1;
+    this.inFlight += 1;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+      this.held = this.leading ? this.epoch : 0;
+      return this.held;
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+
+  /** Like the real lease: what the last renewal said, until the next one. */
+  current(): number {
+    return this.held;
+  }
+
+  async release(): Promise<void> {
+    this.released += 1;
+    this.held = 0;
+    this.leading = false;
+  }
+}

@@ -1,0 +1,44 @@
+import { pino } from 'pino';
+import type { BridgeConfig } from '../../src/config.js';
+import { KafkaPublisher } from '../../src/publisher.js';
+import { kafkaBrokers, uniqueName } from './services.js';
+
+/** Unique topic names of every kind, for one test file on the shared broker. */
+export function uniqueTopics(prefix: string): BridgeConfig['kafka']['topics'] {
+  const base = uniqueName(prefix);
+  return {
+    created: `${base}.created`,
+    statusChanged: `${base}.status_changed`,
+    updated: `${base}.updated`,
+    deadLetter: `${base}.dead_letter`,
+    state: `${base}.state`,
+    deleted: `${base}.deleted`,
+    heartbeat: `${base}.heartbeat`,
+  };
+}
+
+/**
+ * A connected KafkaPublisher on the shared broker that creates its topics (2 partitions) unless the test made them
+ * itself (`createTopics: false`); disconnect it after.
+ */
+export async function connectedPublisher(
+  topics: BridgeConfig['kafka']['topics'],
+  { createTopics = true } = {},
+): Promise<KafkaPublisher> {
+  const publisher = new KafkaPublisher(
+    {
+      brokers: kafkaBrokers(),
+      clientId: uniqueName('it-publisher'),
+      ssl: false,
+      sasl: null,
+      topics,
+      createTopics,
+      partitions: 2,
+      replicationFactor: 1,
+    },
+    'it',
+    pino({ level: 'silent' }),
+  );
+  await publisher.connect();
+  return publisher;
+}

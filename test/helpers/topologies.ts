@@ -1,0 +1,208 @@
+import { createServer } from 'node:net';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
+import type { RedisTarget } from '../../src/config.js';
+import { script } from './processes.js';
+
+// The production-shaped topologies of the failover tests, run by the project's scripts on free loopback ports:
+// a three-broker Kafka (scripts/kafka-cluster.sh), Redis with Sentinel or a Redis Cluster (scripts/redis-topology.sh).
+// Members are addressed by port and stopped by pid inside the scripts; nothing here kills by name.
+
+/** Where a test's Redis is: a redis:// URL (the shared server) or a topology's target. */
+export type RedisAddress = string | RedisTarget;
+
+/** A plain ioredis client (no bridge scripts) for tests' own reads and writes, whatever the topology. */
+export function openRedis(address: RedisAddress, options: RedisOptions = {}): Redis | Cluster {
+  const target: RedisTarget = typeof address === 'string' ? { kind: 'standalone', url: address } : address;
+  let client: Redis | Cluster;
+  if (target.kind === 'cluster') client = new Cluster(target.nodes, { redisOptions: options });
+  else if (target.kind === 'sentinel')
+    client = new Redis({ ...options, sentinels: target.sentinels, name: target.name, failoverDetector: true });
+  else client = new Redis(target.url, options);
+  client.on('error', () => undefined);
+  return client;
+}
+
+/** The Redis address of a bridge environment (REDIS_SENTINELS, REDIS_CLUSTER_NODES or REDIS_URL). */
+export function redisAddress(env: Record<string, string | undefined>): RedisAddress {
+  const hostPorts = (list: string) =>
+    list
+      .split(',')
+      .map((b) => ({ host: b.slice(0, b.lastIndexOf(':')), port: Number(b.slice(b.lastIndexOf(':') + 1)) }));
+  if (env.REDIS_SENTINELS)
+    return { kind: 'sentinel', sentinels: hostPorts(env.REDIS_SENTINELS), name: env.REDIS_SENTINEL_NAME ?? '' };
+  if (env.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: hostPorts(env.REDIS_CLUSTER_NODES) };
+  return env.REDIS_URL ?? '';
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A base port whose `count` ports (and, for a Redis Cluster, their bus ports at +10000) are all free, picked at
+ * random so that concurrent test runs on one machine do not collide.
+ */
+export async function freeBase(count: number, busOffset = 0): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    const ports = Array.from({ length: count }, (_, i) => base + i);
+    if (busOffset) ports.push(...ports.map((p) => p + busOffset));
+    const free = await Promise.all(ports.map(portFree));
+    if (free.every(Boolean)) return base;
+  }
+  throw new Error(`no ${count} consecutive free ports found`);
+}
+
+/** A three-broker KRaft cluster (combined broker+controller members 1-3 on base..base+2). */
+export class KafkaCluster {
+  constructor(readonly base: number) {}
+
+  /** Picks free ports. */
+  static async onFreePorts(): Promise<KafkaCluster> {
+    return new KafkaCluster(await freeBase(6));
+  }
+
+  get brokers(): string[] {
+    return [0, 1, 2].map((i) => `127.0.0.1:${this.base + i}`);
+  }
+
+  /** Starts the three members and waits until a topic with three replicas can be created. */
+  start(): Promise<string> {
+    return script('kafka-cluster.sh', ['start', String(this.base)]);
+  }
+
+  /** Stops every member and deletes the data. */
+  clean(): Promise<string> {
+    return script('kafka-cluster.sh', ['stop', String(this.base), '--clean']);
+  }
+
+  /** SIGKILL of member 1-3 (data kept). */
+  kill(member: number): Promise<string> {
+    return script('kafka-cluster.sh', ['kill', String(member), String(this.base)]);
+  }
+
+  /** Starts member 1-3 again and waits until all three serve. */
+  startMember(member: number): Promise<string> {
+    return script('kafka-cluster.sh', ['start-member', String(member), String(this.base)]);
+  }
+
+  private admin() {
+    return new Kafka({ clientId: 'topology-test', brokers: this.brokers, logLevel: logLevel.NOTHING }).admin();
+  }
+
+  /** Replicas of partition 0 and min.insync.replicas of a topic. */
+  async topicSettings(topic: string): Promise<{ replicas: number; minInsyncReplicas: string | undefined }> {
+    const admin = this.admin();
+    await admin.connect();
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['min.insync.replicas'] }],
+      });
+      return {
+        replicas: topics[0]?.partitions[0]?.replicas.length ?? 0,
+        minInsyncReplicas: resources[0]?.configEntries[0]?.configValue,
+      };
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  /** The member (1-3) leading a partition of a topic. */
+  async leaderOf(topic: string, partition = 0): Promise<number> {
+    const admin = this.admin();
+    await admin.connect();
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+      const leader = topics[0]?.partitions.find((p) => p.partitionId === partition)?.leader;
+      if (leader === undefined) throw new Error(`no leader for ${topic}/${partition}`);
+      return leader; // node.id = member number (scripts/kafka-cluster.sh)
+    } finally {
+      await admin.disconnect();
+    }
+  }
+}
+
+/** Redis with Sentinel (primary base, replica base+1, Sentinels base+2..+4) or a Redis Cluster (base..base+5). */
+export class RedisTopology {
+  constructor(
+    readonly kind: 'sentinel' | 'cluster',
+    readonly base: number,
+  ) {}
+
+  /** Picks free ports. */
+  static async onFreePorts(kind: 'sentinel' | 'cluster'): Promise<RedisTopology> {
+    return new RedisTopology(kind, kind === 'cluster' ? await freeBase(6, 10_000) : await freeBase(5));
+  }
+
+  /** The bridge's Redis settings for this topology (REDIS_URL blank: exactly one target may be set). */
+  get env(): Record<string, string> {
+    const list = (from: number, n: number) => Array.from({ length: n }, (_, i) => `127.0.0.1:${from + i}`).join(',');
+    return this.kind === 'sentinel'
+      ? { REDIS_URL: '', REDIS_SENTINELS: list(this.base + 2, 3), REDIS_SENTINEL_NAME: 'bridge' }
+      : { REDIS_URL: '', REDIS_CLUSTER_NODES: list(this.base, 6) };
+  }
+
+  get address(): RedisTarget {
+    return redisAddress(this.env) as RedisTarget;
+  }
+
+  start(): Promise<string> {
+    return script('redis-topology.sh', [this.kind, 'start', String(this.base)]);
+  }
+
+  /** Stops every member (by pid) and deletes the run directory. */
+  stop(): Promise<string> {
+    return script('redis-topology.sh', [this.kind, 'stop', String(this.base)]);
+  }
+
+  /** SIGKILL of the member on `port` (its append-only file is kept). */
+  kill(port: number): Promise<string> {
+    return script('redis-topology.sh', [this.kind, 'kill', String(port), String(this.base)]);
+  }
+
+  /** Starts the member on `port` again on its data. */
+  startMember(port: number): Promise<string> {
+    return script('redis-topology.sh', [this.kind, 'start-member', String(port), String(this.base)]);
+  }
+
+  /** A direct connection to one member (for SENTINEL and CLUSTER commands). */
+  member(port: number): Redis {
+    const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1, lazyConnect: true });
+    client.on('error', () => undefined);
+    return client;
+  }
+
+  /** The port of the primary now: Sentinel's answer, or the Cluster primary serving `key`'s slot. */
+  async primaryPort(key = ''): Promise<number> {
+    if (this.kind === 'sentinel') {
+      const sentinel = this.member(this.base + 2);
+      try {
+        const reply = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', 'bridge')) as [string, string];
+        return Number(reply[1]);
+      } finally {
+        sentinel.disconnect();
+      }
+    }
+    for (let port = this.base; port < this.base + 6; port++) {
+      const node = this.member(port);
+      try {
+        const slot = Number(await node.call('CLUSTER', 'KEYSLOT', key));
+        const slots = (await node.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+        const range = slots.find(([from, to]) => slot >= from && slot <= to);
+        if (range) return Number(range[2][1]);
+      } catch {
+        // A dead member: ask the next one.
+      } finally {
+        node.disconnect();
+      }
+    }
+    throw new Error('no Cluster member answered CLUSTER SLOTS');
+  }
+}
