@@ -84,6 +84,9 @@ EOF
     return
   fi
   printf 'save ""\nappendonly yes\nappendfsync everysec\n' >>"$dir/redis.conf"
+  # A replica that must resync in full (a demoted primary that took writes after the promotion) starts at once
+  # instead of after Redis's default 5 s wait for more replicas: writes need its acknowledgement (WAIT).
+  printf 'repl-diskless-sync-delay 0\n' >>"$dir/redis.conf"
   if [[ "$KIND" == cluster ]]; then
     printf 'cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 2000\n' >>"$dir/redis.conf"
   elif [[ "$port" != "$BASE" ]]; then

@@ -4,6 +4,7 @@ import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import type { BridgeMetrics } from './metrics.js';
 import { LeaseKeeper, type LeasePort } from './lease-keeper.js';
 import type { FullScanRun, PassRunner } from './passes/index.js';
+import { ReplicationError } from './redis.js';
 import { FencedError } from './snapshot/store.js';
 import type { ResyncRequest } from './resync.js';
 import { errorKind } from './logger.js';
@@ -52,6 +53,13 @@ const PAUSE_CHECK_MS = 1_000;
 /** Backoff after failed passes: 1 s doubling to 30 s (or the configured cap), never below half the step. */
 const PASS_BACKOFF: BackoffPolicy = { baseMs: 1_000, capMs: 30_000, jitter: 'equal' };
 
+/**
+ * Backoff while Redis lacks the replica a write must reach (after a failover, until the old primary has resynced
+ * as the new one's replica): nothing is wrong with the work, so retry at a short flat pace instead of backing off
+ * to 30 s, or the bridge would stay idle long after the replica is back. WAIT itself already waits its timeout.
+ */
+const REPLICA_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 1_000, jitter: 'equal' };
+
 /** One replica's poll loop. */
 export class BridgeLoop {
   private readonly stopController = new AbortController();
@@ -62,6 +70,8 @@ export class BridgeLoop {
   private nextPollAt = 0;
   private initialDone = false;
   private failures = 0;
+  /** The last failure was a write no replica acknowledged (see REPLICA_BACKOFF). */
+  private awaitingReplica = false;
   private lastTick: number;
   private lastError: string | null = null;
   private role: LoopHealth['role'] = 'starting';
@@ -146,6 +156,7 @@ export class BridgeLoop {
         }
         const waitMs = await this.work(epoch, this.workController.signal);
         this.failures = 0;
+        this.awaitingReplica = false;
         if (waitMs > 0) await this.pause(waitMs);
       } catch (err) {
         await this.abandonFullScan();
@@ -187,7 +198,7 @@ export class BridgeLoop {
       try {
         const summary = await passes.incremental(epoch, signal);
         metrics.passFinished('incremental', 'ok', (this.clock() - t0) / 1000);
-        if (summary.events > 0) logger.info({ pass: 'incremental', ...summary }, 'poll committed');
+        if (summary.events > 0) logger.info({ kind: 'incremental', ...summary }, 'poll committed');
       } catch (err) {
         metrics.passFinished('incremental', signal.aborted ? 'aborted' : 'error', (this.clock() - t0) / 1000);
         throw err;
@@ -275,8 +286,15 @@ export class BridgeLoop {
 
   private fail(err: unknown, where: string): void {
     this.failures += 1;
-    const fenced = err instanceof FencedError;
     this.lastError = errorKind(err);
+    if (err instanceof ReplicationError) {
+      // Expected for seconds after every Redis failover: one warning when it starts, not an error a second.
+      if (!this.awaitingReplica) this.deps.logger.warn({ err, where }, 'waiting for a Redis replica to acknowledge');
+      this.awaitingReplica = true;
+      return;
+    }
+    this.awaitingReplica = false;
+    const fenced = err instanceof FencedError;
     this.deps.logger.error(
       { err, where, failures: this.failures, fenced },
       fenced ? 'another replica took over; commit refused' : 'pass failed; nothing committed past the last page',
@@ -284,6 +302,7 @@ export class BridgeLoop {
   }
 
   private backoffMs(): number {
+    if (this.awaitingReplica) return backoffDelay(this.failures - 1, REPLICA_BACKOFF);
     const capMs = this.deps.timing.maxBackoffMs ?? PASS_BACKOFF.capMs;
     return backoffDelay(this.failures - 1, { ...PASS_BACKOFF, capMs });
   }
