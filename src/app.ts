@@ -1,67 +1,41 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
+import { AccountBridge, type AccountOptions } from './account.js';
+import { Allotment } from './allotment.js';
 import type { BridgeConfig } from './config.js';
-import { backoffDelay } from './backoff.js';
-import { Lease } from './lease.js';
-import { BridgeLoop } from './loop.js';
-import { BridgeMetrics } from './metrics.js';
-import { startOpsServer, type OpsServer } from './ops-server.js';
-import { Passes, type PassesSink } from './passes/index.js';
-import type { PipelineDeps } from './pipeline.js';
-import { KafkaPublisher } from './publisher.js';
-import { accountKeys, connectRedis, redisOptions, type BridgeRedis } from './redis.js';
-import { readTlsFiles } from './secrets.js';
+import { replicaId } from './lease.js';
+import type { LoopHealth } from './loop.js';
+import { mergedMetrics, type BridgeMetrics } from './metrics.js';
+import { startOpsServer, type OpsServer, type ReadinessResult } from './ops-server.js';
+import { accountKeys, connectRedis, redisOptions, replicaRegistry, type BridgeRedis } from './redis.js';
 import { SnapshotStore } from './snapshot/store.js';
-import { createUpstreamClient, type UpstreamClient } from './upstream/client.js';
-import type { ReviewSource } from './upstream/types.js';
-import { fileOrEnvCredentials } from './upstream/credentials.js';
 
-// The composition root: builds every adapter from the configuration and wires them into the loop. The only
-// place that knows all modules; each of them knows only the interfaces it is handed.
+// The composition root: builds every adapter from the configuration and wires them into the loops, one per
+// account (src/account.ts), over one Redis connection and one ops server. The only place that knows all
+// modules; each of them knows only the interfaces it is handed.
+
+export { passesFromConfig, upstreamFromConfig } from './account.js';
 
 /** A running bridge process. */
 export interface App {
-  loop: BridgeLoop;
-  ops: OpsServer;
+  /** The accounts of the process, by id (one without an accounts file). */
+  accounts: ReadonlyMap<string, AccountBridge>;
+  /** The first (or only) account's loop and metrics: what single-account tools and tests look at. */
+  loop: AccountBridge['loop'];
   metrics: BridgeMetrics;
-  /** Graceful stop: abandon the page in flight, flush, release the lease, close connections. */
+  ops: OpsServer;
+  /** The balance of leadership across replicas (several accounts), else null. */
+  allotment: Allotment | null;
+  /** This replica's id in the replica registry and in lease values. */
+  replica: string;
+  /** Graceful stop: abandon the pages in flight, flush, release the leases, close connections. */
   stop(): Promise<void>;
 }
 
 /** Options for tests and tools; production uses none. */
-export interface AppOptions {
-  beforeCommit?: PipelineDeps['beforeCommit'];
-}
+export type AppOptions = AccountOptions;
 
-/** Builds the upstream client from the configuration. */
-export function upstreamFromConfig(config: BridgeConfig, metrics: BridgeMetrics, logger: Logger): UpstreamClient {
-  const u = config.upstream;
-  return createUpstreamClient(
-    {
-      baseUrl: u.baseUrl,
-      credentials: fileOrEnvCredentials({ clientId: u.clientId, clientSecret: u.clientSecret }),
-      rateLimitRps: u.rateLimitRps,
-      rateLimitBurst: u.rateLimitBurst,
-      pageSize: u.pageSize,
-      cursorPath: u.cursorPath ?? null,
-      updatedDateUnit: u.updatedDateUnit,
-      timeouts: { headersMs: u.timeoutMs, bodyMs: u.timeoutMs, requestMs: 2 * u.timeoutMs },
-      maxRetries: u.maxRetries,
-      maxBodyBytes: u.maxBodyBytes,
-      tokenRefreshMarginSeconds: u.tokenRefreshMarginSeconds,
-      recordLimits: {
-        maxFutureSkewMs: u.maxFutureSkewMs,
-        maxRecordBytes: u.maxRecordBytes,
-        maxStringLength: u.maxStringLength,
-      },
-      ca: readTlsFiles({ caFile: u.caFile }).ca,
-    },
-    metrics.upstreamHooks(),
-    logger,
-  );
-}
-
-/** The Redis client and key layout of the configured account. */
+/** The Redis client and key layout of the configured account (commands that act on one account). */
 export function redisFromConfig(config: BridgeConfig): {
   redis: BridgeRedis;
   store: SnapshotStore;
@@ -72,121 +46,167 @@ export function redisFromConfig(config: BridgeConfig): {
   return { redis, store: new SnapshotStore(redis, keys), keys };
 }
 
-/** The passes of the configured account over the given adapters. */
-export function passesFromConfig(
-  config: BridgeConfig,
-  adapters: { source: ReviewSource; store: SnapshotStore; sink: PassesSink; metrics: BridgeMetrics; logger: Logger },
+/**
+ * Starts the ops server and every account (each connects Kafka, retrying until it answers, then runs its loop).
+ * Process-wide settings (Redis, Kafka, HTTP) are the first account's: loadAccounts makes them the same for all.
+ */
+export async function startApp(
+  configs: BridgeConfig | readonly BridgeConfig[],
+  logger: Logger,
   options: AppOptions = {},
-): Passes {
-  const { source, store, sink, metrics, logger } = adapters;
-  return new Passes(
-    {
-      snapshot: store,
-      sink,
-      metrics,
-      logger,
-      eventSource: config.eventSource,
-      initialLoadMode: config.initialLoadMode,
-      beforeCommit: options.beforeCommit,
-    },
-    source,
-    {
-      overlapMs: config.poll.overlapMs,
-      metrics,
-      deleteMaxFraction: config.deletion.enabled ? config.deletion.maxFraction : null,
-      account: config.account,
-    },
-  );
-}
+): Promise<App> {
+  const list = Array.isArray(configs) ? (configs as readonly BridgeConfig[]) : [configs as BridgeConfig];
+  const first = list[0];
+  if (!first) throw new Error('startApp: no account to run');
+  const several = list.length > 1;
+  const redis = connectRedis(first.redis, redisOptions(first.redis), first.redis.password);
 
-/** Starts the ops server, connects Kafka (retrying until it answers) and starts the poll loop. */
-export async function startApp(config: BridgeConfig, logger: Logger, options: AppOptions = {}): Promise<App> {
-  const metrics = new BridgeMetrics({ account: config.account, upstreamRateLimitRps: config.upstream.rateLimitRps });
-  const { redis, store, keys } = redisFromConfig(config);
-  const lease = new Lease(redis, keys, config.lease.ttlMs);
-  const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
-  const source = upstreamFromConfig(config, metrics, logger);
-  const passes = passesFromConfig(config, { source, store, sink: publisher, metrics, logger }, options);
-  const loop = new BridgeLoop({
-    passes,
-    lease,
-    metrics,
-    logger,
-    timing: {
-      pollIntervalMs: config.poll.intervalMs,
-      pollMinIntervalMs: config.poll.minIntervalMs,
-      heartbeatIntervalMs: config.heartbeat.intervalMs,
-      sweepIntervalMs: config.sweep.intervalMs,
-      leaseTtlMs: config.lease.ttlMs,
-    },
-  });
+  const processRegistry = new Registry();
+  const replica = replicaId();
+  // The registry and the leases carry one replica id, so `status` can tell which replica leads which account.
+  const allotment = several
+    ? new Allotment(replicaRegistry(redis, first.redis.keyPrefix), {
+        replica,
+        accounts: list.length,
+        ttlMs: Math.max(...list.map((c) => c.lease.ttlMs)),
+        logger,
+      })
+    : null;
+  const accounts = new Map<string, AccountBridge>();
+  for (const config of list) {
+    const bridge = new AccountBridge(
+      config,
+      {
+        redis,
+        replica,
+        logger: several ? logger.child({ account: config.account }) : logger,
+        processMetrics: !several,
+        gate: allotment ? (lease, account) => allotment.gate(lease, account) : undefined,
+      },
+      options,
+    );
+    accounts.set(config.account, bridge);
+  }
+  const firstBridge = accounts.get(first.account)!;
+  if (several) {
+    collectDefaultMetrics({ register: processRegistry });
+    fleetGauges(processRegistry, allotment!);
+    await allotment!.start();
+  }
 
-  let kafkaReady = false;
-  const cached = cache(5_000);
+  const checkUpstream = cache();
   const ops = await startOpsServer({
-    host: config.http.host,
-    port: config.http.port,
-    registry: metrics.registry,
+    host: first.http.host,
+    port: first.http.port,
+    metrics: mergedMetrics(() => [
+      ...(several ? [processRegistry] : []),
+      ...[...accounts.values()].map((a) => a.metrics.registry),
+    ]),
     logger,
     liveness: () => {
-      const h = loop.health();
-      return { ok: h.ok, detail: { ...h } };
+      const loops = [...accounts.values()].map((a) => ({ account: a.account, ...a.health() }));
+      const stuck = loops.filter((h) => !h.ok);
+      return {
+        ok: stuck.length === 0,
+        detail: several
+          ? { accounts: loops.length, stuck: stuck.map((h) => h.account), ...roles(loops) }
+          : { ...loops[0], account: undefined },
+      };
     },
-    readiness: async () => {
-      const [redisOk, kafkaOk, upstreamOk, pausedSince] = await Promise.all([
+    readiness: async (): Promise<ReadinessResult> => {
+      const all = [...accounts.values()];
+      const [redisOk, kafkaOk, credentials, pausedSince] = await Promise.all([
         redis.ping().then(
           () => true,
           () => false,
         ),
-        cached('kafka', () => (kafkaReady ? publisher.ping() : Promise.reject(new Error('connecting')))),
-        cached('upstream', () => source.checkCredentials(), 60_000),
-        // Informational: a paused bridge is ready (it serves probes and metrics), it just makes no requests.
-        store.pausedSince().catch(() => null),
+        checkUpstream('kafka', () =>
+          firstBridge.kafkaConnected ? firstBridge.publisher.ping() : Promise.reject(new Error('connecting')),
+        ),
+        Promise.all(all.map((a) => checkUpstream(`upstream:${a.account}`, () => a.source.checkCredentials(), 60_000))),
+        firstBridge.store.pausedSince().catch(() => null),
       ]);
-      const role = loop.health().role;
+      const loops = all.map((a) => a.health());
+      const starting = loops.every((h) => h.role === 'starting');
+      if (!several) {
+        const role = loops[0]!.role;
+        return {
+          ok: redisOk && kafkaOk && credentials[0]! && role !== 'starting',
+          checks: { redis: redisOk, kafka: kafkaOk, upstream_credentials: credentials[0]!, role, paused: pausedSince !== null },
+        };
+      }
+      // One account's bad credentials must not take the whole process out of service (every other account would
+      // stop with it on a rollout): they are reported by account and in the metrics, not in `ok`.
+      const refused = all.filter((_, i) => !credentials[i]).map((a) => a.account);
       return {
-        ok: redisOk && kafkaOk && upstreamOk && role !== 'starting',
+        ok: redisOk && kafkaOk && !starting,
         checks: {
           redis: redisOk,
           kafka: kafkaOk,
-          upstream_credentials: upstreamOk,
-          role,
-          paused: pausedSince !== null,
+          accounts: String(all.length),
+          leading: String(loops.filter((h) => h.role === 'leader').length),
+          upstream_credentials_refused: refused.join(',') || 'none',
         },
       };
     },
   });
 
-  const stopping = new AbortController();
-  // Kafka may come up after the bridge: keep trying instead of crash-looping; readiness says why we wait.
-  const connected = (async () => {
-    for (let attempt = 0; !stopping.signal.aborted; attempt++) {
-      try {
-        await publisher.connect();
-        kafkaReady = true;
-        loop.start();
-        return;
-      } catch (err) {
-        logger.error({ err, attempt }, 'cannot connect to Kafka yet; retrying');
-        const delay = backoffDelay(attempt, { baseMs: 1_000, capMs: 30_000, jitter: 'equal' });
-        await sleep(delay, undefined, { signal: stopping.signal }).catch(() => undefined);
-      }
-    }
-  })();
+  firstBridge.start();
+  for (const bridge of accounts.values()) bridge.start(firstBridge.running());
 
   const stop = async () => {
-    stopping.abort();
-    await connected;
-    await loop.stop();
-    await Promise.allSettled([publisher.disconnect(), source.close()]);
+    await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
+    await allotment?.stop();
     await ops.close();
     await redis.quit().catch(() => redis.disconnect());
   };
-  return { loop, ops, metrics, stop };
+  return {
+    accounts,
+    loop: firstBridge.loop,
+    metrics: firstBridge.metrics,
+    ops,
+    allotment,
+    replica,
+    stop,
+  };
+}
+
+function roles(loops: readonly LoopHealth[]): Record<string, number> {
+  const count: Record<string, number> = { leader: 0, standby: 0, starting: 0 };
+  for (const h of loops) count[h.role] = (count[h.role] ?? 0) + 1;
+  return count;
+}
+
+/** The fleet's own gauges, read at scrape time. */
+function fleetGauges(registry: Registry, allotment: Allotment): void {
+  new Gauge({
+    name: 'reviews_bridge_replicas_live',
+    help: 'Replicas of this deployment seen live in the Redis registry (this one included).',
+    registers: [registry],
+    collect() {
+      this.set(allotment.replicas().length);
+    },
+  });
+  new Gauge({
+    name: 'reviews_bridge_accounts_share',
+    help: 'The most accounts this replica leads: ceil(accounts / live replicas).',
+    registers: [registry],
+    collect() {
+      this.set(allotment.share());
+    },
+  });
+  new Gauge({
+    name: 'reviews_bridge_accounts_led',
+    help: 'Accounts whose lease this replica holds now.',
+    registers: [registry],
+    collect() {
+      this.set(allotment.held());
+    },
+  });
 }
 
 /** Caches a boolean health check for `ttlMs` so probes stay cheap. */
-function cache(defaultTtlMs: number) {
+function cache(defaultTtlMs = 5_000) {
   const entries = new Map<string, { at: number; ok: boolean; ttl: number }>();
   return async (name: string, check: () => Promise<unknown>, ttlMs = defaultTtlMs): Promise<boolean> => {
     const hit = entries.get(name);

@@ -1,13 +1,15 @@
 import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from './app.js';
-import { ConfigError, loadConfig, type BridgeConfig } from './config.js';
+import { loadAccounts, type AccountsConfig } from './accounts.js';
+import { ConfigError, type BridgeConfig } from './config.js';
 import { Lease, leaseHolder } from './lease.js';
+import { accountKeys } from './redis.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { createLogger } from './logger.js';
 import { BridgeMetrics } from './metrics.js';
 import { progressJson, progressOf, ProgressReporter, type Progress } from './progress.js';
 import { KafkaPublisher } from './publisher.js';
 import { newResyncRequest, parseResyncArgs, UsageError } from './resync.js';
-import type { SnapshotStore } from './snapshot/store.js';
+import { SnapshotStore } from './snapshot/store.js';
 
 // The commands: `run` (the service), `sweep` (one full pass now), `status`, `pause` / `resume`, `resync`,
 // `simulate` (the upstream stand-in).
@@ -18,17 +20,26 @@ const USAGE = `usage: reviews-bridge <command>
   run        the long-running bridge (configuration from the environment; see README)
   sweep      one reconciliation sweep now: asks the running leader, or runs it here when no replica leads
              --wait: follow it to the end with a progress bar (plain lines when not a terminal)
-  status     watermark, sweep cursor and progress, snapshot size, lease holder, pause, last passes (JSON)
+  status     watermark, sweep cursor and progress, snapshot size, lease holder, pause, last passes (JSON);
+             with an accounts file: every account and the replica leading it, and the live replicas
+  With BRIDGE_ACCOUNTS_FILE, sweep, pause, resume and resync act on one account: --account <id> (status: all,
+  or the one named).
   pause      stop upstream traffic (the leader honours it within one tick; kept across restarts)
   resume     lift a pause; polling continues from the watermark, nothing is lost
   resync     re-read chosen reviews: --ids 1,2,3 | --since <date> | --all  [--wait]
   simulate   the bundled upstream simulator (simulate --help)
 `;
 
-async function run(config: BridgeConfig): Promise<void> {
-  const logger = createLogger(config.logLevel, { account: config.account });
-  const app = await startApp(config, logger);
-  logger.info({ ops: app.ops.url, upstream: config.upstream.baseUrl, brokers: config.kafka.brokers }, 'bridge started');
+async function run({ accounts, file }: AccountsConfig): Promise<void> {
+  const config = accounts[0]!;
+  const logger = createLogger(config.logLevel, file === null ? { account: config.account } : {});
+  const app = await startApp(accounts, logger);
+  logger.info(
+    file === null
+      ? { ops: app.ops.url, upstream: config.upstream.baseUrl, brokers: config.kafka.brokers }
+      : { ops: app.ops.url, accounts: accounts.length, replica: app.replica, brokers: config.kafka.brokers },
+    'bridge started',
+  );
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) {
@@ -143,6 +154,62 @@ async function sweep(config: BridgeConfig, args: string[]): Promise<void> {
   }
 }
 
+/** `status` of an accounts file without --account: who leads which account, and each one's position. */
+async function overview(accounts: readonly BridgeConfig[]): Promise<void> {
+  const { redis } = redisFromConfig(accounts[0]!);
+  try {
+    const prefix = accounts[0]!.redis.keyPrefix;
+    const ttlMs = Math.max(...accounts.map((c) => c.lease.ttlMs));
+    // Live: beaten within the ttl by Redis's clock (the registry's own), as the replicas themselves count.
+    const [time, scored] = await Promise.all([
+      redis.time(),
+      redis.zrange(`${prefix}:replicas`, '0', '-1', 'WITHSCORES'),
+    ]);
+    const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    const replicas: string[] = [];
+    for (let i = 0; i + 1 < scored.length; i += 2) if (now - Number(scored[i + 1]) <= ttlMs) replicas.push(scored[i]!);
+    const rows = await Promise.all(
+      accounts.map(async (config) => {
+        const keys = accountKeys(config.redis.keyPrefix, config.account);
+        const store = new SnapshotStore(redis, keys);
+        const [lease, checkpoint, pausedSince] = await Promise.all([
+          leaseHolder(redis, keys),
+          store.checkpoint(),
+          store.pausedSince(),
+        ]);
+        return {
+          account: config.account,
+          leader: lease?.holder ?? null,
+          initialLoadDone: checkpoint.initialDone,
+          watermark: iso(checkpoint.watermark),
+          lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
+          sweepInProgress: checkpoint.sweep !== null,
+          paused: pausedSince !== null,
+        };
+      }),
+    );
+    const leading: Record<string, string[]> = Object.fromEntries(replicas.map((r) => [r, []]));
+    for (const row of rows) if (row.leader) (leading[row.leader] ??= []).push(row.account);
+    console.log(
+      JSON.stringify(
+        {
+          accounts: rows.length,
+          unled: rows.filter((r) => r.leader === null).map((r) => r.account),
+          replicas: Object.entries(leading).map(([replica, led]) => ({ replica, live: replicas.includes(replica), leads: led })),
+          replicaTtlMs: ttlMs,
+          byAccount: rows,
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await redis.quit();
+  }
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
 async function status(config: BridgeConfig): Promise<void> {
   const { redis, store, keys } = redisFromConfig(config);
   try {
@@ -155,7 +222,6 @@ async function status(config: BridgeConfig): Promise<void> {
       store.passProgress(),
       store.pendingResync(),
     ]);
-    const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
     const now = Date.now();
     // The leader's own progress record when it has one (it knows the resync totals); else the checkpoint's.
     const running =
@@ -251,6 +317,26 @@ async function resync(config: BridgeConfig, args: string[]): Promise<void> {
 
 const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync'];
 
+/** Takes `--account <id>` out of the arguments. */
+function accountArg(args: readonly string[]): { account: string | null; args: string[] } {
+  const at = args.indexOf('--account');
+  if (at === -1) return { account: null, args: [...args] };
+  const account = args[at + 1];
+  if (account === undefined || account.startsWith('--')) throw new UsageError('--account needs an account id');
+  return { account, args: [...args.slice(0, at), ...args.slice(at + 2)] };
+}
+
+/** The account a command acts on: the one named, or the only one. */
+function chooseAccount({ accounts, file }: AccountsConfig, account: string | null): BridgeConfig {
+  if (account === null) {
+    if (accounts.length === 1) return accounts[0]!;
+    throw new UsageError(`${accounts.length} accounts in ${file}: name one with --account <id>`);
+  }
+  const found = accounts.find((c) => c.account === account);
+  if (!found) throw new UsageError(`no account ${JSON.stringify(account)} in ${file ?? 'the environment'}`);
+  return found;
+}
+
 /** Entry point of the `reviews-bridge` command. */
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -264,9 +350,9 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = command && !['--help', 'help'].includes(command) ? 2 : 0;
     return;
   }
-  let config: BridgeConfig;
+  let loaded: AccountsConfig;
   try {
-    config = loadConfig();
+    loaded = loadAccounts();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`reviews-bridge: ${err.message}\n`);
@@ -275,10 +361,19 @@ export async function main(argv: string[]): Promise<void> {
     throw err;
   }
   try {
-    if (command === 'run') await run(config);
-    else if (command === 'sweep') await sweep(config, rest);
+    if (command === 'run') {
+      await run(loaded);
+      return;
+    }
+    const { account, args } = accountArg(rest);
+    if (command === 'status' && account === null && loaded.file !== null) {
+      await overview(loaded.accounts);
+      return;
+    }
+    const config = chooseAccount(loaded, account);
+    if (command === 'sweep') await sweep(config, args);
     else if (command === 'pause' || command === 'resume') await pause(config, command === 'resume');
-    else if (command === 'resync') await resync(config, rest);
+    else if (command === 'resync') await resync(config, args);
     else await status(config);
   } catch (err) {
     if (err instanceof UsageError) {

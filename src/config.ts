@@ -29,12 +29,17 @@ const hostPorts = z
 const unsetWhenBlank = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema.optional());
 
+/** An account id: part of Redis keys, metric labels and (through {account}) topic names. */
+export const ACCOUNT_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
 /** Zod schema of the raw environment: the single source of the settings, their defaults and their limits. */
 export const EnvSchema = z.object({
   BRIDGE_ACCOUNT: z
     .string()
-    .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only (it is part of Redis keys and metric labels)')
+    .regex(ACCOUNT_ID, 'letters, digits, _ . - only (it is part of Redis keys and metric labels)')
     .default('default'),
+  // Several accounts in one process (src/accounts.ts); without it, the single account above.
+  BRIDGE_ACCOUNTS_FILE: optionalText,
   UPSTREAM_BASE_URL: z.url({ protocol: /^https?$/ }),
   UPSTREAM_CLIENT_ID: optionalText,
   UPSTREAM_CLIENT_ID_FILE: optionalText,
@@ -174,6 +179,11 @@ export interface BridgeConfig {
     partitions: number;
     /** null: min(3, brokers in the cluster). */
     replicationFactor: number | null;
+    /**
+     * Put before the review id in every record key when accounts share a topic (`<account>:`), so that one
+     * account's rows never compact another's; empty with a single account or a topic per account.
+     */
+    keyPrefix?: string;
     /**
      * Largest Kafka message the bridge sends (value, key and headers); larger events are cut or dead-lettered.
      * Optional for adapters built by hand (tests, benchmarks): 1 MiB, Kafka's own default, when absent.
@@ -315,14 +325,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError('REDIS_URL', 'must be rediss:// when REDIS_TLS_* files are set');
   }
   const redisPassword = secret(env, 'REDIS_PASSWORD', false);
+  // A name may carry {account}: a topic per account (see "Accounts and topics" in the README).
+  const topic = (setting: keyof Env & `KAFKA_TOPIC_${string}`): string => {
+    const name = String(e[setting]).replaceAll('{account}', e.BRIDGE_ACCOUNT);
+    if (!/^[A-Za-z0-9._-]{1,249}$/.test(name)) {
+      throw new ConfigError(setting, 'a Kafka topic name: letters, digits, . _ - only (and {account}), at most 249');
+    }
+    return name;
+  };
   const topics = {
-    created: e.KAFKA_TOPIC_CREATED,
-    statusChanged: e.KAFKA_TOPIC_STATUS_CHANGED,
-    updated: e.KAFKA_TOPIC_UPDATED,
-    deadLetter: e.KAFKA_TOPIC_DEAD_LETTER,
-    state: e.KAFKA_TOPIC_STATE,
-    deleted: e.KAFKA_TOPIC_DELETED,
-    heartbeat: e.KAFKA_TOPIC_HEARTBEAT,
+    created: topic('KAFKA_TOPIC_CREATED'),
+    statusChanged: topic('KAFKA_TOPIC_STATUS_CHANGED'),
+    updated: topic('KAFKA_TOPIC_UPDATED'),
+    deadLetter: topic('KAFKA_TOPIC_DEAD_LETTER'),
+    state: topic('KAFKA_TOPIC_STATE'),
+    deleted: topic('KAFKA_TOPIC_DELETED'),
+    heartbeat: topic('KAFKA_TOPIC_HEARTBEAT'),
   };
   const names = Object.values(topics);
   if (new Set(names.slice(0, 4)).size !== 4) {

@@ -69,9 +69,14 @@ function issues(error: z.ZodError): string {
     .join('; ');
 }
 
+// Keys are the review id, or `<account>:<review id>` where several accounts share the topics (README, "Accounts
+// and topics"); the account part only keeps their rows apart in the compacted state topic.
+const REVIEW_KEY = /^(?:[A-Za-z0-9_.-]{1,64}:)?(\d{1,15})$/;
+
 function reviewIdOfKey(key: string | null): number {
-  if (key === null || !/^\d{1,15}$/.test(key)) throw new ForeignMessageError('state record without a review id key');
-  return Number(key);
+  const id = key === null ? undefined : REVIEW_KEY.exec(key)?.[1];
+  if (id === undefined) throw new ForeignMessageError('state record without a review id key');
+  return Number(id);
 }
 
 /**
@@ -105,7 +110,7 @@ export function parseReviewEvent(message: KafkaRecordLike): ParsedRecord {
   const parsed = RECORD_SCHEMAS[t].safeParse(json);
   if (!parsed.success) throw new ForeignMessageError(`invalid ${t} (${issues(parsed.error)})`);
   const event = parsed.data as { subject: string };
-  if (key !== null && key !== event.subject) throw new ForeignMessageError(`${t} key differs from its subject`);
+  if (key !== null && key !== event.subject && !key.endsWith(`:${event.subject}`)) throw new ForeignMessageError(`${t} key differs from its subject`);
   return { kind: KINDS[t], event } as ParsedRecord;
 }
 

@@ -46,7 +46,7 @@ export class LeaseKeeper {
     const before = this.lease.current();
     const renewal = this.lease.renew().then(
       (epoch) => {
-        if (before > 0 && epoch !== before) this.lost(before, 'lease taken by another replica');
+        if (before > 0 && epoch !== before) this.lost(before, 'lease given up or taken by another replica');
         return epoch;
       },
       (err: unknown) => {

@@ -8,8 +8,6 @@ import { durably, type AccountKeys, type BridgeRedis } from './redis.js';
 
 /** This replica's view of the account's lease. */
 export class Lease implements LeasePort {
-  /** Identifies this process among the replicas (visible in `status`). */
-  readonly holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private epoch = 0;
   private renewedAt = 0;
 
@@ -18,6 +16,8 @@ export class Lease implements LeasePort {
     private readonly keys: AccountKeys,
     private readonly ttlMs: number,
     private readonly clock: () => number = Date.now,
+    /** Identifies this replica among the others (visible in `status`); one id for all accounts of a process. */
+    readonly holder: string = replicaId(),
   ) {}
 
   /**
@@ -54,6 +54,11 @@ export class Lease implements LeasePort {
     if (this.epoch > 0) await this.redis.bridgeLeaseRelease(this.keys.lease, this.holder);
     this.epoch = 0;
   }
+}
+
+/** A new replica id: host, pid and a random part (a restarted pod may reuse host and pid). */
+export function replicaId(): string {
+  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 }
 
 /** Who holds an account's lease, for `status` and tests. */

@@ -161,6 +161,11 @@ export class BridgeLoop {
       } catch (err) {
         await this.abandonFullScan();
         if (this.stopping) break;
+        if (this.keeper.epoch() === 0 && this.workController.signal.aborted) {
+          // The lease went (handed over to balance the replicas, or taken): the pass was abandoned on purpose.
+          this.deps.logger.info({ epoch }, 'pass abandoned: the lease is no longer held here');
+          continue;
+        }
         this.fail(err, 'pass');
         await this.pause(this.backoffMs());
       }

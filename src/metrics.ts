@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { KNOWN_STATUSES, PASS_TYPES, isPassType, type PassType, type RequestPriority } from './domain.js';
 import { EVENT_TYPES, type EventType } from './events.js';
 import { STATUS_FIELDS, type StatusField } from './upstream/review.js';
@@ -25,6 +25,11 @@ export interface BridgeMetricsOptions {
   upstreamRateLimitRps?: number;
   /** Status values that get their own label value (compared case-insensitively); others become 'other'. */
   knownStatuses?: string[];
+  /**
+   * Whether this registry also collects the process's metrics (CPU, memory, event loop): true for the only
+   * account of a process; with several, the process registry of the fleet collects them once.
+   */
+  processMetrics?: boolean;
 }
 
 const PREFIX = 'reviews_bridge_';
@@ -130,7 +135,7 @@ export class BridgeMetrics {
   constructor(opts: BridgeMetricsOptions) {
     this.registry = new Registry();
     this.registry.setDefaultLabels({ account: opts.account });
-    collectDefaultMetrics({ register: this.registry });
+    if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     this.knownStatuses = new Set((opts.knownStatuses ?? KNOWN_STATUSES).map((s) => s.toLowerCase()));
     const registers = [this.registry];
 
@@ -543,4 +548,28 @@ export class BridgeMetrics {
   private pass(pass: string): PassType {
     return isPassType(pass) ? pass : 'incremental';
   }
+}
+
+/** What the ops server exposes at /metrics: a registry, or the merge of several. */
+export interface MetricsSource {
+  readonly contentType: string;
+  metrics(): Promise<string>;
+}
+
+/**
+ * The exposition of several registries as one (the accounts of a process and its own): series of one name from
+ * every registry under one HELP/TYPE, told apart by their `account` label. prom-client's Registry.merge refuses
+ * names that repeat, and plain concatenation would repeat HELP/TYPE lines, which Prometheus rejects; the
+ * aggregator built for cluster workers merges by name and keeps series with different labels apart.
+ */
+export function mergedMetrics(registries: () => readonly Registry[]): MetricsSource {
+  return {
+    contentType: Registry.PROMETHEUS_CONTENT_TYPE,
+    async metrics() {
+      const all = registries();
+      if (all.length === 1) return all[0]!.metrics();
+      const json = await Promise.all(all.map((r) => r.getMetricsAsJSON()));
+      return AggregatorRegistry.aggregate(json).metrics();
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
+import type { MetricsSource } from './metrics.js';
 import { errorKind } from './logger.js';
 
 // The operations endpoint: metrics for Prometheus, liveness and readiness for the orchestrator. It stays on
@@ -25,7 +25,8 @@ export interface OpsServerOptions {
   host: string;
   /** 0 picks a free port (tests). */
   port: number;
-  registry: Registry;
+  /** A prom-client Registry, or the merge of several (src/metrics.ts mergedMetrics). */
+  metrics: MetricsSource;
   /** Must be synchronous and cheap, typically "last loop tick younger than N s". */
   liveness: () => LivenessResult;
   /** Should be cheap too; results are reused for `readinessCacheMs`. */
@@ -86,8 +87,8 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
     }
     switch (path) {
       case '/metrics': {
-        const body = await opts.registry.metrics();
-        send(res, 200, opts.registry.contentType, body, head);
+        const body = await opts.metrics.metrics();
+        send(res, 200, opts.metrics.contentType, body, head);
         return;
       }
       case '/healthz': {

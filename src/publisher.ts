@@ -253,7 +253,8 @@ export class KafkaPublisher implements EventSink {
   ): Promise<void> {
     if (events.length === 0 && deadLetters.length === 0 && states.length === 0) return;
     const outgoing: { topic: string; message: Message; bytes: number }[] = [];
-    const add = (topic: string, message: OutgoingMessage): void => {
+    const add = (topic: string, unkeyed: OutgoingMessage): void => {
+      const message = this.keyed(unkeyed);
       outgoing.push({ topic, message, bytes: messageBytes(message) });
     };
     // The field policy applies to everything that carries a review: the events, the state rows, the dead letters.
@@ -311,16 +312,20 @@ export class KafkaPublisher implements EventSink {
    */
   async publishDeletions(events: readonly ReviewDeletedEvent[]): Promise<void> {
     if (events.length === 0) return;
-    const tombstones = events.map((event) => ({
-      key: event.subject,
-      value: null,
-      headers: { [STATE_RECORD_HEADER]: 'review.state' },
-    }));
+    const tombstones = events.map((event) =>
+      this.keyed({ key: event.subject, value: null, headers: { [STATE_RECORD_HEADER]: 'review.state' } }),
+    );
     const topicMessages = [
-      { topic: this.config.topics.deleted, messages: events.map(eventMessage) },
+      { topic: this.config.topics.deleted, messages: events.map((event) => this.keyed(eventMessage(event))) },
       { topic: this.config.topics.state, messages: tombstones },
     ];
     await this.send((producer) => producer.sendBatch({ acks: -1, topicMessages }));
+  }
+
+  /** A review-keyed message with the account's key prefix (accounts sharing a topic), else as it is. */
+  private keyed<M extends { key: string | null }>(message: M): M {
+    const prefix = this.config.keyPrefix;
+    return prefix && message.key !== null ? { ...message, key: `${prefix}${message.key}` } : message;
   }
 
   /** Publishes one heartbeat (keyed by the account) and resolves once it is acknowledged. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
 import type { RedisConnection, RedisTarget, TlsFiles } from './config.js';
+import type { ReplicaRegistry } from './allotment.js';
 import { readSecretSync, readTlsFiles, type SecretSource } from './secrets.js';
 
 // The Redis adapter: one client per process (a single server, a Sentinel-monitored primary, or a Redis Cluster)
@@ -15,6 +16,7 @@ export interface BridgeScripts {
   bridgeRemove(...args: (string | Buffer | number)[]): Promise<number>;
   bridgeLeaseAcquire(lease: string, epoch: string, holder: string, ttlMs: number): Promise<number>;
   bridgeLeaseRelease(lease: string, holder: string): Promise<number>;
+  bridgeReplicaBeat(registry: string, replica: string, ttlMs: number, mode: 'beat' | 'leave'): Promise<string[]>;
 }
 
 /** The same scripts queued on a pipeline (they then resolve through exec()). */
@@ -109,6 +111,7 @@ export function connectRedis(
   client.defineCommand('bridgeRemove', { lua: lua('remove') });
   client.defineCommand('bridgeLeaseAcquire', { numberOfKeys: 2, lua: lua('lease-acquire') });
   client.defineCommand('bridgeLeaseRelease', { numberOfKeys: 1, lua: lua('lease-release') });
+  client.defineCommand('bridgeReplicaBeat', { numberOfKeys: 1, lua: lua('replica-beat') });
   const durability: Durability = { replicas: connection.waitReplicas, timeoutMs: connection.waitTimeoutMs };
   return Object.assign(client, { durability }) as BridgeRedis;
 }
@@ -164,6 +167,14 @@ export function accountKeys(prefix: string, account: string) {
     deadLettered: (digest: string) => `${base}:dlq:${digest}`,
     bucket: (bucket: number) => `${base}:s:${bucket}`,
     bucketPattern: `${base}:s:*`,
+  };
+}
+
+/** The registry of the live replicas of a deployment (all accounts under one key prefix). */
+export function replicaRegistry(redis: BridgeRedis, prefix: string): ReplicaRegistry {
+  const key = `${prefix}:replicas`;
+  return {
+    beat: (replica, ttlMs, leave = false) => redis.bridgeReplicaBeat(key, replica, ttlMs, leave ? 'leave' : 'beat'),
   };
 }
 

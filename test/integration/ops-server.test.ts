@@ -22,7 +22,7 @@ async function start(
   const server = await startOpsServer({
     host: '127.0.0.1',
     port: 0,
-    registry: metrics.registry,
+    metrics: metrics.registry,
     liveness: overrides.liveness ?? (() => ({ ok: true })),
     readiness:
       overrides.readiness ??
@@ -196,7 +196,7 @@ describe('ops server', () => {
       startOpsServer({
         host: '127.0.0.1',
         port,
-        registry: metrics.registry,
+        metrics: metrics.registry,
         liveness: () => ({ ok: true }),
         readiness: async () => ({ ok: true, checks: {} }),
       }),

@@ -1,0 +1,155 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { ACCOUNT_ID, ConfigError, EnvSchema, loadConfig, type BridgeConfig } from './config.js';
+
+// Several accounts in one deployment: BRIDGE_ACCOUNTS_FILE lists them, each with its upstream, its credential files
+// and overrides of the per-account settings. Every account's configuration is the environment with its overrides
+// applied, validated by the same loadConfig as a single account, so one rule set holds for both and an error names
+// the account and the setting. Process-wide settings (Kafka, Redis, HTTP, logging) cannot differ per account: one
+// process has one of each.
+
+/** Settings an account may override (by their environment names); every other setting is process-wide. */
+export const PER_ACCOUNT_SETTINGS: readonly string[] = Object.keys(EnvSchema.shape).filter(
+  (name) =>
+    /^(UPSTREAM_|POLL_|SWEEP_|DELETE_|EVENT_|INITIAL_LOAD_|HEARTBEAT_|LEASE_)/.test(name) &&
+    // An account's upstream and credentials come from its own entry, proxies are the process's.
+    !/^UPSTREAM_(BASE_URL|CLIENT_ID|CLIENT_SECRET)/.test(name),
+);
+
+const scalar = z.union([z.string(), z.number(), z.boolean()]).transform(String);
+
+/** One account of the accounts file. */
+export const AccountEntrySchema = z.strictObject({
+  id: z.string().regex(ACCOUNT_ID, 'letters, digits, _ . - only, at most 64'),
+  upstream: z.strictObject({
+    /** Default: UPSTREAM_BASE_URL of the environment (accounts of one platform share it). */
+    baseUrl: z.string().optional(),
+    /** The client id is no secret, so it may be inline; the secret only ever comes from a file. */
+    clientId: z.string().min(1).optional(),
+    clientIdFile: z.string().min(1).optional(),
+    clientSecretFile: z.string().min(1),
+  }),
+  settings: z.record(z.string(), scalar).optional(),
+});
+
+/** The accounts file: `accounts:` followed by the list. */
+export const AccountsFileSchema = z.strictObject({
+  accounts: z.array(AccountEntrySchema).min(1).max(10_000),
+});
+
+/** One account's entry as read from the file. */
+export type AccountEntry = z.infer<typeof AccountEntrySchema>;
+
+/** What the process runs: one account (the environment alone) or the accounts of the file. */
+export interface AccountsConfig {
+  /** Each account's full configuration, in the file's order. */
+  accounts: BridgeConfig[];
+  /** Where they came from (null: the single-account environment). */
+  file: string | null;
+}
+
+/** Reads BRIDGE_ACCOUNTS_FILE when set, else the single-account environment; throws ConfigError naming the setting. */
+export function loadAccounts(env: Record<string, string | undefined> = process.env): AccountsConfig {
+  const file = env.BRIDGE_ACCOUNTS_FILE?.trim();
+  if (!file) return { accounts: [loadConfig(env)], file: null };
+  if (env.BRIDGE_ACCOUNT?.trim()) {
+    throw new ConfigError('BRIDGE_ACCOUNT', 'set either BRIDGE_ACCOUNT or BRIDGE_ACCOUNTS_FILE, not both');
+  }
+  const entries = readAccountsFile(file);
+  const ids = new Set<string>();
+  const shared = sharesTopics(env);
+  const accounts = entries.map((entry, index) => {
+    const where = `accounts[${index}] (${entry.id})`;
+    if (ids.has(entry.id)) throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${where}: the id appears twice`);
+    ids.add(entry.id);
+    const config = accountConfig(env, entry, where);
+    // Accounts that share a topic must not share keys: the state topic is compacted by key, and two accounts
+    // may both have a review 42. Per-account topics keep the plain review id.
+    return shared && entries.length > 1 ? { ...config, kafka: { ...config.kafka, keyPrefix: `${entry.id}:` } } : config;
+  });
+  return { accounts, file };
+}
+
+function readAccountsFile(file: string): AccountEntry[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    throw new ConfigError('BRIDGE_ACCOUNTS_FILE', 'file cannot be read');
+  }
+  let raw: unknown;
+  try {
+    // YAML is a superset of JSON, so one parser reads both.
+    raw = parseYaml(text, { maxAliasCount: 100 });
+  } catch {
+    throw new ConfigError('BRIDGE_ACCOUNTS_FILE', 'not valid YAML or JSON');
+  }
+  const parsed = AccountsFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    // The path and the problem only, never the value (it could be a misplaced secret).
+    throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  return parsed.data.accounts;
+}
+
+function accountConfig(env: Record<string, string | undefined>, entry: AccountEntry, where: string): BridgeConfig {
+  const overrides = entry.settings ?? {};
+  for (const name of Object.keys(overrides)) {
+    if (!PER_ACCOUNT_SETTINGS.includes(name)) {
+      const known = name in EnvSchema.shape || /^UPSTREAM_CLIENT_(ID|SECRET)/.test(name);
+      throw new ConfigError(
+        'BRIDGE_ACCOUNTS_FILE',
+        `${where}.settings.${name}: ${known ? 'not a per-account setting (set it in the environment, or in the upstream entry)' : 'unknown setting'}`,
+      );
+    }
+  }
+  const { upstream } = entry;
+  if (upstream.clientId && upstream.clientIdFile) {
+    throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${where}.upstream: set either clientId or clientIdFile, not both`);
+  }
+  if (!upstream.clientId && !upstream.clientIdFile) {
+    throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${where}.upstream.clientIdFile: required (or clientId)`);
+  }
+  const merged: Record<string, string | undefined> = {
+    ...env,
+    ...overrides,
+    BRIDGE_ACCOUNTS_FILE: undefined,
+    BRIDGE_ACCOUNT: entry.id,
+    UPSTREAM_BASE_URL: upstream.baseUrl ?? env.UPSTREAM_BASE_URL,
+    UPSTREAM_CLIENT_ID: upstream.clientId,
+    UPSTREAM_CLIENT_ID_FILE: upstream.clientIdFile,
+    UPSTREAM_CLIENT_SECRET: undefined,
+    UPSTREAM_CLIENT_SECRET_FILE: upstream.clientSecretFile,
+  };
+  try {
+    return loadConfig(merged);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    const setting = err.setting.startsWith('UPSTREAM_CLIENT_') || err.setting === 'UPSTREAM_BASE_URL'
+      ? `upstream.${upstreamField(err.setting)}`
+      : err.setting in overrides
+        ? `settings.${err.setting}`
+        : err.setting;
+    throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${where}.${setting}: ${err.message.replace(/^.*?: .*?: /, '')}`);
+  }
+}
+
+function upstreamField(setting: string): string {
+  const fields: Record<string, string> = {
+    UPSTREAM_BASE_URL: 'baseUrl',
+    UPSTREAM_CLIENT_ID: 'clientId',
+    UPSTREAM_CLIENT_ID_FILE: 'clientIdFile',
+    UPSTREAM_CLIENT_SECRET: 'clientSecretFile',
+    UPSTREAM_CLIENT_SECRET_FILE: 'clientSecretFile',
+  };
+  return fields[setting] ?? setting;
+}
+
+/** Whether a review-keyed topic name lacks {account}, i.e. accounts would write the same keys to one topic. */
+function sharesTopics(env: Record<string, string | undefined>): boolean {
+  // The heartbeat topic is keyed by the account already.
+  const keyed = ['CREATED', 'STATUS_CHANGED', 'UPDATED', 'DEAD_LETTER', 'STATE', 'DELETED'];
+  return keyed.some((name) => !(env[`KAFKA_TOPIC_${name}`] ?? '').includes('{account}'));
+}

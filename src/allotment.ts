@@ -1,0 +1,137 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { LeasePort } from './lease-keeper.js';
+
+// Balanced leadership: every replica may lead any account, but takes at most its share, ceil(accounts / live
+// replicas). Replicas learn who is live from a registry in Redis that each one beats into; a replica holding more
+// than its share (another one joined) gives leases up at their next renewal, and one holding less (another left)
+// acquires free leases up to it. Only the per-account lease and its fencing decide who leads, so a handover can
+// never lead to two leaders: a replica that gives a lease up stops at once, and a commit it still had in flight is
+// either fenced or lands before the next leader reads the checkpoint.
+
+/** The registry of live replicas in Redis (the replica-beat script). */
+export interface ReplicaRegistry {
+  /** Records this replica as live (or removes it, `leave`) and resolves the live replica ids. */
+  beat(replica: string, ttlMs: number, leave?: boolean): Promise<string[]>;
+}
+
+/** Options of {@link Allotment}. */
+export interface AllotmentOptions {
+  /** This replica's id (the holder id of its leases). */
+  replica: string;
+  /** How many accounts the deployment serves (the same file on every replica). */
+  accounts: number;
+  /** A replica silent for this long counts as gone (the lease ttl: its leases expire as fast). */
+  ttlMs: number;
+  logger: Logger;
+}
+
+/** This replica's share of the accounts, from the live replicas in Redis; hands out gated leases. */
+export class Allotment {
+  private live: string[];
+  private readonly leases = new Set<AllottedLease>();
+  /** Acquisitions under way: counted against the share so that concurrent renewals cannot overshoot it. */
+  acquiring = 0;
+  private stopper: AbortController | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly registry: ReplicaRegistry,
+    private readonly options: AllotmentOptions,
+  ) {
+    this.live = [options.replica];
+  }
+
+  /** Beats once (so that the first share counts the replicas already live), then every third of the ttl. */
+  async start(): Promise<void> {
+    await this.beat().catch((err: unknown) => this.options.logger.warn({ err }, 'replica registry not reachable'));
+    const stopper = (this.stopper = new AbortController());
+    this.running = (async () => {
+      while (!stopper.signal.aborted) {
+        await sleep(this.options.ttlMs / 3, undefined, { signal: stopper.signal }).catch(() => undefined);
+        if (stopper.signal.aborted) break;
+        await this.beat().catch((err: unknown) => this.options.logger.warn({ err }, 'replica beat failed'));
+      }
+    })();
+  }
+
+  /** Stops beating and leaves the registry, so that the other replicas count one fewer at once. */
+  async stop(): Promise<void> {
+    this.stopper?.abort();
+    await this.running;
+    await this.registry.beat(this.options.replica, this.options.ttlMs, true).catch(() => undefined);
+  }
+
+  /** Wraps an account's lease so that it is only acquired within this replica's share and given up beyond it. */
+  gate(lease: LeasePort, account: string): LeasePort {
+    const gated = new AllottedLease(lease, account, this, this.options.logger);
+    this.leases.add(gated);
+    return gated;
+  }
+
+  /** The most accounts this replica leads now: ceil(accounts / live replicas). */
+  share(): number {
+    return Math.ceil(this.options.accounts / Math.max(1, this.live.length));
+  }
+
+  /** Accounts this replica leads now. */
+  held(): number {
+    let n = 0;
+    for (const lease of this.leases) if (lease.current() > 0) n += 1;
+    return n;
+  }
+
+  /** The live replicas as last read from Redis (this one included). */
+  replicas(): readonly string[] {
+    return this.live;
+  }
+
+  private async beat(): Promise<void> {
+    const live = await this.registry.beat(this.options.replica, this.options.ttlMs);
+    // The registry can lag this replica's own first beat after a Redis failover; it is live as long as it runs.
+    const next = live.includes(this.options.replica) ? live : [...live, this.options.replica];
+    if (next.length !== this.live.length) {
+      this.options.logger.info(
+        { replicas: next.length, share: Math.ceil(this.options.accounts / next.length) },
+        'live replicas changed',
+      );
+    }
+    this.live = next;
+  }
+}
+
+/** An account's lease, acquired only within the replica's share and given up when the replica holds too many. */
+class AllottedLease implements LeasePort {
+  constructor(
+    private readonly inner: LeasePort,
+    private readonly account: string,
+    private readonly allotment: Allotment,
+    private readonly logger: Logger,
+  ) {}
+
+  async renew(): Promise<number> {
+    const a = this.allotment;
+    if (this.inner.current() > 0) {
+      if (a.held() <= a.share()) return this.inner.renew();
+      // Another replica joined: give this one up now; it acquires it within its own share.
+      this.logger.info({ account: this.account, share: a.share(), held: a.held() }, 'handing the account over');
+      await this.inner.release();
+      return 0;
+    }
+    if (a.held() + a.acquiring >= a.share()) return 0;
+    a.acquiring += 1;
+    try {
+      return await this.inner.renew();
+    } finally {
+      a.acquiring -= 1;
+    }
+  }
+
+  current(): number {
+    return this.inner.current();
+  }
+
+  release(): Promise<void> {
+    return this.inner.release();
+  }
+}
