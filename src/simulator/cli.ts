@@ -1,6 +1,10 @@
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { numberedAccounts, parseAccountsFile } from './accounts.js';
+import { writeCredentialsDir } from './credentials-dir.js';
 import { DEFAULT_OPTIONS, SimulatorConfigError } from './options.js';
 import type { Faults, RateLimitOptions, SimulatorOptions } from './types.js';
 
@@ -22,7 +26,12 @@ const USAGE = `Usage: reviews-bridge simulate [options]
   --updated-date-unit <ms|s>    --updated-date-comparison <gte|gt>
   --compression <when-asked|always|never>
   --error-rate <0..1> --error-statuses <500,502,...> --latency-ms <n>
-  --truncate-rate <0..1> --malformed-rate <0..1> --pad-bytes <n> --drop-rate <0..1>`;
+  --truncate-rate <0..1> --malformed-rate <0..1> --pad-bytes <n> --drop-rate <0..1>
+Several accounts on one server, each under <url>/accounts/<id> with its own data, credentials
+(client-<id>/secret-<id>), rate limit, faults and /_control; the flags above apply to every account:
+  --accounts <n>                acct-01..acct-<n>, account i seeded with --seed + i
+  --accounts-file <path>        JSON [{ "id": "shop-a", "options": { "seed": 7, "reviewCount": 500 } }, ...]
+  --credentials-dir <dir>       write <id>.client_id, <id>.client_secret and accounts.json there`;
 
 const STRING_FLAGS = [
   'host',
@@ -51,12 +60,36 @@ const STRING_FLAGS = [
   'malformed-rate',
   'drop-rate',
   'pad-bytes',
+  'accounts',
+  'accounts-file',
+  'credentials-dir',
 ] as const;
+
+const CREDENTIAL_FLAGS = ['client-id', 'client-secret', 'scopeless-client-id', 'scopeless-client-secret'] as const;
+
+/** What the multi-account flags ask for; null fields are not given. */
+export interface MultiAccountArgs {
+  /** --accounts: serve acct-01..acct-<n>. */
+  count: number | null;
+  /** --accounts-file: serve the accounts listed there. */
+  file: string | null;
+  /** --credentials-dir: write each account's credential files there. */
+  credentialsDir: string | null;
+}
+
+/** A parsed command line: help, or options plus the multi-account request (null = the single-account simulator). */
+export type SimulatorCommand = 'help' | { options: SimulatorOptions; multi: MultiAccountArgs | null };
 
 type Flag = (typeof STRING_FLAGS)[number];
 
 /** Simulator options from command-line arguments, or 'help'; throws SimulatorConfigError naming a bad flag. */
 export function parseSimulatorArgs(argv: string[]): SimulatorOptions | 'help' {
+  const command = parseSimulatorCommand(argv);
+  return command === 'help' ? 'help' : command.options;
+}
+
+/** The whole command line, multi-account flags included; throws SimulatorConfigError naming a bad flag. */
+export function parseSimulatorCommand(argv: string[]): SimulatorCommand {
   const { values } = parseArgs({
     args: argv,
     strict: true,
@@ -121,38 +154,109 @@ export function parseSimulatorArgs(argv: string[]): SimulatorOptions | 'help' {
   const statuses = text('error-statuses');
   if (statuses !== undefined) faults.errorStatuses = statuses.split(',').map((s) => Number(s.trim()));
   options.faults = Object.fromEntries(Object.entries(faults).filter(([, v]) => v !== undefined));
-  return options;
+  return { options, multi: multiAccountArgs(text, num) };
+}
+
+function multiAccountArgs(
+  text: (flag: Flag) => string | undefined,
+  num: (flag: Flag) => number | undefined,
+): MultiAccountArgs | null {
+  const count = num('accounts') ?? null;
+  const file = text('accounts-file') ?? null;
+  const credentialsDir = text('credentials-dir') ?? null;
+  if (count === null && file === null) {
+    if (credentialsDir !== null)
+      throw new SimulatorConfigError('--credentials-dir needs --accounts or --accounts-file');
+    return null;
+  }
+  if (count !== null && file !== null) throw new SimulatorConfigError('give --accounts or --accounts-file, not both');
+  // One credential for every account would defeat the point: each account's must differ.
+  const shared = CREDENTIAL_FLAGS.find((flag) => text(flag) !== undefined);
+  if (shared !== undefined) {
+    throw new SimulatorConfigError(
+      `--${shared} cannot be used with several accounts (each gets client-<id>/secret-<id>; set others in --accounts-file)`,
+    );
+  }
+  return { count, file, credentialsDir };
 }
 
 /** Runs the simulator until SIGINT or SIGTERM, logging its URL and demo credentials. */
 export async function runSimulatorCli(argv: string[]): Promise<void> {
-  const parsed = parseSimulatorArgs(argv);
+  const parsed = parseSimulatorCommand(argv);
   if (parsed === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
+  const logger = pino({ name: 'reviews-simulator' });
+  if (parsed.multi !== null) return runMulti(parsed.options, parsed.multi, logger);
   // Imported here so that `index.ts` can re-export this function without a cycle at load time.
   const { startSimulator } = await import('./index.js');
-  const logger = pino({ name: 'reviews-simulator' });
-  const simulator = await startSimulator(parsed);
+  const { options } = parsed;
+  const simulator = await startSimulator(options);
   logger.info(
     {
       url: simulator.url,
       reviews: simulator.control.reviewCount(),
-      clientId: parsed.clientId ?? DEFAULT_OPTIONS.clientId,
-      clientSecret: parsed.clientSecret ?? DEFAULT_OPTIONS.clientSecret,
-      scopelessClientId: parsed.scopelessClientId ?? DEFAULT_OPTIONS.scopelessClientId,
-      scopelessClientSecret: parsed.scopelessClientSecret ?? DEFAULT_OPTIONS.scopelessClientSecret,
+      clientId: options.clientId ?? DEFAULT_OPTIONS.clientId,
+      clientSecret: options.clientSecret ?? DEFAULT_OPTIONS.clientSecret,
+      scopelessClientId: options.scopelessClientId ?? DEFAULT_OPTIONS.scopelessClientId,
+      scopelessClientSecret: options.scopelessClientSecret ?? DEFAULT_OPTIONS.scopelessClientSecret,
     },
     'simulator listening',
   );
+  const signal = await stopSignal();
+  await simulator.close();
+  logger.info({ signal, stats: simulator.control.stats() }, 'simulator stopped');
+}
 
+async function runMulti(options: SimulatorOptions, multi: MultiAccountArgs, logger: Logger): Promise<void> {
+  const { host, port, ...common } = options;
+  const specs =
+    multi.file === null
+      ? numberedAccounts(multi.count ?? 1, common)
+      : parseAccountsFile(await readFile(multi.file, 'utf8'), common);
+  const { startMultiSimulator } = await import('./index.js');
+  const simulator = await startMultiSimulator(specs, { host, port });
+  try {
+    const files =
+      multi.credentialsDir === null ? [] : await writeCredentialsDir(multi.credentialsDir, simulator.accounts.values());
+    for (const account of simulator.accounts.values()) {
+      const written = files.find((entry) => entry.id === account.id);
+      // With a credentials directory the log points at the files; without one it shows the credential, as the
+      // single-account simulator does.
+      const credential =
+        written === undefined
+          ? { clientId: account.clientId, clientSecret: account.clientSecret }
+          : { clientIdFile: written.clientIdFile, clientSecretFile: written.clientSecretFile };
+      logger.info(
+        { account: account.id, url: account.url, reviews: account.control.reviewCount(), ...credential },
+        'simulator account',
+      );
+    }
+  } catch (error) {
+    await simulator.close();
+    throw error;
+  }
+  logger.info(
+    {
+      url: simulator.url,
+      accounts: simulator.accounts.size,
+      ...(multi.credentialsDir === null ? {} : { credentialsDir: resolve(multi.credentialsDir) }),
+    },
+    'simulator listening',
+  );
+  const signal = await stopSignal();
+  await simulator.close();
+  const stats = Object.fromEntries([...simulator.accounts].map(([id, account]) => [id, account.control.stats()]));
+  logger.info({ signal, stats }, 'simulator stopped');
+}
+
+async function stopSignal(): Promise<string> {
   const stop = new AbortController();
   const signal = await Promise.race([
     once(process, 'SIGINT', { signal: stop.signal }).then(() => 'SIGINT'),
     once(process, 'SIGTERM', { signal: stop.signal }).then(() => 'SIGTERM'),
   ]);
   stop.abort();
-  await simulator.close();
-  logger.info({ signal, stats: simulator.control.stats() }, 'simulator stopped');
+  return signal;
 }

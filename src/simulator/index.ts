@@ -1,5 +1,5 @@
-import type { AddressInfo } from 'node:net';
 import { createControl } from './control.js';
+import { listen } from './listen.js';
 import { resolveOptions } from './options.js';
 import { createSimulatorServer } from './server.js';
 import { SimulatorState } from './state.js';
@@ -22,6 +22,8 @@ export type {
 export { POISON_KINDS, SimulatorConfigError } from './options.js';
 export { SimulatorControlError, SimulatorHttpControl } from './control-client.js';
 export { runSimulatorCli } from './cli.js';
+export { startMultiSimulator } from './multi.js';
+export type { MultiSimulator, SimulatorAccount, SimulatorAccountSpec, MultiSimulatorShared } from './multi.js';
 
 /** Starts a simulator and resolves once it listens; throws SimulatorConfigError on a bad option. */
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
@@ -29,30 +31,6 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const state = new SimulatorState(options);
   const control = createControl(state);
   const server = createSimulatorServer(state, control);
-  // Clients keep connections alive; outlive undici's default keep-alive so the server is not the one to drop them.
-  server.keepAliveTimeout = 10_000;
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { address, port } = server.address() as AddressInfo;
-  const host = address.includes(':') ? `[${address}]` : address;
-
-  let closed: Promise<void> | null = null;
-  return {
-    url: `http://${host}:${port}`,
-    control,
-    close() {
-      closed ??= new Promise<void>((resolve, reject) => {
-        state.closing.abort();
-        server.close((error) => (error === undefined ? resolve() : reject(error)));
-        server.closeAllConnections();
-      });
-      return closed;
-    },
-  };
+  const { url, close } = await listen(server, options.host, options.port, () => state.closing.abort());
+  return { url, control, close };
 }

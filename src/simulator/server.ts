@@ -19,15 +19,29 @@ import type { SimulatorControl } from './types.js';
 // Order of checks on the API: throttle (a gateway refuses before anything else), injected latency, authentication,
 // injected errors, parameters; then the page is built, faults applied, compressed, size-checked and sent.
 
-/** An HTTP server answering like the reviews service, over the given state. */
-export function createSimulatorServer(state: SimulatorState, control: SimulatorControl): Server {
-  return createServer((req, res) => {
-    handle(state, control, req, res).catch(() => {
+/** Answers one request whose URL is already relative to the simulator's base (any mount prefix removed). */
+export type SimulatorHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
+
+/** The request handling of one simulator over the given state, to serve alone or mounted under a path prefix. */
+export function createSimulatorHandler(state: SimulatorState, control: SimulatorControl): SimulatorHandler {
+  return (req, res, url) => {
+    handle(state, control, req, res, url).catch(() => {
       // Aborted latency on close, or a bug: never leave a client hanging, never leak details.
       if (res.headersSent || state.closing.signal.aborted) res.destroy();
       else sendJson(res, 500, { error: 'internal simulator error' });
     });
-  });
+  };
+}
+
+/** An HTTP server answering like the reviews service, over the given state. */
+export function createSimulatorServer(state: SimulatorState, control: SimulatorControl): Server {
+  const handler = createSimulatorHandler(state, control);
+  return createServer((req, res) => handler(req, res, requestUrl(req)));
+}
+
+/** The request's URL, parsed against a placeholder origin (only path and query matter). */
+export function requestUrl(req: IncomingMessage): URL {
+  return new URL(req.url ?? '/', 'http://simulator.invalid');
 }
 
 async function handle(
@@ -35,8 +49,8 @@ async function handle(
   control: SimulatorControl,
   req: IncomingMessage,
   res: ServerResponse,
+  url: URL,
 ): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://simulator.invalid');
   if (url.pathname.startsWith('/_control/')) return handleControl(req, res, url, control);
 
   // The API reads nothing from request bodies; draining keeps the connection reusable.

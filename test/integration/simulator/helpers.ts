@@ -1,7 +1,15 @@
 import { gunzipSync, inflateSync, brotliDecompressSync } from 'node:zlib';
 import { request } from 'undici';
 import { afterEach } from 'vitest';
-import { startSimulator, type Simulator, type SimulatorOptions } from '../../../src/simulator/index.js';
+import {
+  startMultiSimulator,
+  startSimulator,
+  type MultiSimulator,
+  type MultiSimulatorShared,
+  type Simulator,
+  type SimulatorAccountSpec,
+  type SimulatorOptions,
+} from '../../../src/simulator/index.js';
 
 // Shared plumbing of the simulator contract tests: start simulators that are closed after each test, and speak
 // to them over real HTTP with undici, exactly as a client would.
@@ -11,7 +19,7 @@ export const DEMO = { id: 'demo-client', secret: 'demo-secret' };
 /** The default credential whose tokens lack the listing scope. */
 export const SCOPELESS = { id: 'scopeless-client', secret: 'scopeless-secret' };
 
-const running: Simulator[] = [];
+const running: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((sim) => sim.close()));
 });
@@ -19,6 +27,16 @@ afterEach(async () => {
 /** Starts a simulator (throttle off unless asked for) that is closed after the current test. */
 export async function sim(options: SimulatorOptions = {}): Promise<Simulator> {
   const simulator = await startSimulator({ rateLimit: null, reviewCount: 250, ...options });
+  running.push(simulator);
+  return simulator;
+}
+
+/** Starts a multi-account simulator that is closed after the current test. */
+export async function multiSim(
+  accounts: SimulatorAccountSpec[],
+  shared: MultiSimulatorShared = {},
+): Promise<MultiSimulator> {
+  const simulator = await startMultiSimulator(accounts, shared);
   running.push(simulator);
   return simulator;
 }
