@@ -197,6 +197,11 @@ stop() {
   local port
   for port in $(members); do stop_member "$port" & done
   wait
+  # REDIS_TOPOLOGY_KEEP_LOGS=DIR keeps the members' logs (to read a failed test's failover afterwards).
+  if [[ -n "${REDIS_TOPOLOGY_KEEP_LOGS:-}" ]]; then
+    mkdir -p "$REDIS_TOPOLOGY_KEEP_LOGS"
+    for port in $(members); do cp "$(run_dir)/$port/redis.log" "$REDIS_TOPOLOGY_KEEP_LOGS/$KIND-$port.log" 2>/dev/null || true; done
+  fi
   rm -rf "$(run_dir)" "$(env_file)"
 }
 

@@ -30,8 +30,6 @@ export interface AllotmentOptions {
 export class Allotment {
   private live: string[];
   private readonly leases = new Set<AllottedLease>();
-  /** Acquisitions under way: counted against the share so that concurrent renewals cannot overshoot it. */
-  acquiring = 0;
   private stopper: AbortController | null = null;
   private running: Promise<void> | null = null;
 
@@ -81,6 +79,7 @@ export class Allotment {
     return n;
   }
 
+
   /** The live replicas as last read from Redis (this one included). */
   replicas(): readonly string[] {
     return this.live;
@@ -118,13 +117,15 @@ class AllottedLease implements LeasePort {
       await this.inner.release();
       return 0;
     }
-    if (a.held() + a.acquiring >= a.share()) return 0;
-    a.acquiring += 1;
-    try {
-      return await this.inner.renew();
-    } finally {
-      a.acquiring -= 1;
+    if (a.held() >= a.share()) return 0;
+    // Every free lease is tried (the ones held elsewhere answer 0), so no account waits behind others that are
+    // led already; renewals that win past the share (several at once) give theirs back before anyone used it.
+    const epoch = await this.inner.renew();
+    if (epoch > 0 && a.held() > a.share()) {
+      await this.inner.release();
+      return 0;
     }
+    return epoch;
   }
 
   current(): number {

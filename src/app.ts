@@ -155,8 +155,10 @@ export async function startApp(
   for (const bridge of accounts.values()) bridge.start(firstBridge.running());
 
   const stop = async () => {
-    await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
+    // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
+    // and take each lease the moment it is released.
     await allotment?.stop();
+    await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
     await ops.close();
     await redis.quit().catch(() => redis.disconnect());
   };

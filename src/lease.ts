@@ -51,8 +51,11 @@ export class Lease implements LeasePort {
 
   /** Gives the lease up so a standby takes over without waiting for the ttl. */
   async release(): Promise<void> {
-    if (this.epoch > 0) await this.redis.bridgeLeaseRelease(this.keys.lease, this.holder);
+    const held = this.epoch > 0;
+    // Not leading from this moment on (before Redis hears of it): the safe order, and concurrent renewals of the
+    // replica's other leases count one fewer at once.
     this.epoch = 0;
+    if (held) await this.redis.bridgeLeaseRelease(this.keys.lease, this.holder);
   }
 }
 

@@ -10,6 +10,7 @@ import { createLogger } from '../../src/logger.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { eventually, testEnv } from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';
+import { runCli, runCliFull } from '../helpers/processes.js';
 import { uniqueName } from '../helpers/services.js';
 
 // Several accounts in one deployment (BRIDGE_ACCOUNTS_FILE), end to end on the real Kafka and Redis: one process
@@ -132,6 +133,15 @@ describe('several accounts in one deployment', () => {
       });
 
     await split(5, 5, 'a 5/5 split');
+    // Changes made before an account's initial load read the review would only show in its review.created.
+    await eventually(
+      async () => {
+        const done = await Promise.all(ids.map(async (id) => (await a.accounts.get(id)!.store.checkpoint()).initialDone));
+        return done.every(Boolean) ? true : undefined;
+      },
+      30_000,
+      'every initial load',
+    );
     // Changes across the handovers: every one must arrive.
     let changed = 0;
     const change = (round: number) => {
@@ -150,17 +160,6 @@ describe('several accounts in one deployment', () => {
     change(2);
     expect(doubleLeadership).toBe(0);
 
-    const status = await eventually(
-      async () => {
-        const stateOf = await Promise.all(
-          ids.map(async (id) => (await a.accounts.get(id)!.store.checkpoint()).initialDone),
-        );
-        return stateOf.every(Boolean) ? true : undefined;
-      },
-      30_000,
-      'every initial load',
-    );
-    expect(status).toBe(true);
     const topics = a.accounts.get(ids[0]!)!.config.kafka.topics;
     const events = await readAll([topics.created, topics.statusChanged], {
       untilCount: 10 * 30 + changed,
@@ -177,8 +176,24 @@ describe('several accounts in one deployment', () => {
       }
       expect(new Set(mine.map((e) => e.source))).toEqual(new Set([`urn:reviews-bridge:${id}`]));
     }
-    // `status` sees the same split through Redis.
-    const replicas = await a.allotment!.replicas();
-    expect(replicas).toHaveLength(2);
+    // `status` sees the same split through Redis: who leads which account, and the live replicas.
+    expect(a.allotment!.replicas()).toHaveLength(2);
+    const overview = JSON.parse(await runCli('status', env)) as {
+      accounts: number;
+      unled: string[];
+      replicas: { replica: string; live: boolean; leads: string[] }[];
+      byAccount: { account: string; leader: string | null }[];
+    };
+    expect(overview.accounts).toBe(10);
+    expect(overview.unled).toEqual([]);
+    const live = overview.replicas.filter((r) => r.live);
+    expect(live.map((r) => r.replica).sort()).toEqual([a.replica, b.replica].sort());
+    expect(live.map((r) => r.leads.length)).toEqual([5, 5]);
+    expect(overview.byAccount.find((r) => r.account === led(a)[0])?.leader).toBe(a.replica);
+    // An operator command on one account must name it.
+    const refused = await runCliFull('pause', env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--account');
+    expect(JSON.parse(await runCli(['status', '--account', ids[3]!], env))).toMatchObject({ account: ids[3] });
   });
 });

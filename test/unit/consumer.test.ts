@@ -78,6 +78,27 @@ const step = fc.record({
   headline: fc.constantFrom('a', 'b', 'c'),
 });
 
+describe('parseReviewEvent with account-prefixed keys (accounts sharing topics)', () => {
+  it('reads `<account>:<review id>` keys on events and state rows, and still checks the id against the record', () => {
+    const event = diffReview({
+      previous: null,
+      review: { id: 42, updated_date: 5, client_publication_status: 'PENDING', pwr_publication_status: 'APPROVED' },
+      detection: 'initial',
+      source: SOURCE,
+      fetchedAt: 1,
+      suppressCreated: false,
+    }).events[0]!;
+    const value = JSON.stringify(event);
+    expect(parseReviewEvent({ key: 'brand-a:42', value, headers: {} }).kind).toBe('created');
+    expect(() => parseReviewEvent({ key: 'brand-a:43', value, headers: {} })).toThrow(/key differs from its subject/);
+    const [row] = stateMessages([event]);
+    const state = parseReviewEvent({ ...row!, key: 'brand-a:42' } as never);
+    expect(state).toMatchObject({ kind: 'state', reviewId: 42 });
+    expect(() => parseReviewEvent({ ...row!, key: 'brand-a:43' } as never)).toThrow(/differs from its review_id/);
+    expect(() => parseReviewEvent({ ...row!, key: 'a:b:42' } as never)).toThrow(/without a review id key/);
+  });
+});
+
 describe('parseReviewEvent', () => {
   const created = diffReview({
     previous: null,

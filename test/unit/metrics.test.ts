@@ -2,7 +2,8 @@ import { PASS_TYPES } from '../../src/domain.js';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { validateRecords } from '../../src/upstream/validate.js';
-import { BridgeMetrics, rejectKindLabel, statusCodeLabel } from '../../src/metrics.js';
+import { BridgeMetrics, mergedMetrics, rejectKindLabel, statusCodeLabel } from '../../src/metrics.js';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventType } from '../../src/events.js';
 
 type Labels = Record<string, string | number>;
@@ -45,6 +46,26 @@ async function seriesCount(m: BridgeMetrics, name: string): Promise<number> {
 }
 
 const P = 'reviews_bridge_';
+
+describe('mergedMetrics', () => {
+  it('exposes the accounts of a process under one HELP/TYPE per metric, series apart by account', async () => {
+    const a = new BridgeMetrics({ account: 'a', processMetrics: false });
+    const b = new BridgeMetrics({ account: 'b', processMetrics: false });
+    const processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+    a.passFinished('incremental', 'ok', 0.2);
+    b.passFinished('incremental', 'ok', 0.2);
+    b.passFinished('incremental', 'ok', 0.2);
+    const text = await mergedMetrics(() => [processRegistry, a.registry, b.registry]).metrics();
+    expect(text.match(/^# HELP reviews_bridge_passes_total /gm)).toHaveLength(1);
+    expect(text.match(/^# TYPE reviews_bridge_passes_total /gm)).toHaveLength(1);
+    expect(text).toMatch(/^reviews_bridge_passes_total\{[^}]*pass="incremental"[^}]*outcome="ok"[^}]*account="a"\} 1$/m);
+    expect(text).toMatch(/^reviews_bridge_passes_total\{[^}]*pass="incremental"[^}]*outcome="ok"[^}]*account="b"\} 2$/m);
+    // The process's own metrics once, without an account label.
+    expect(text.match(/^process_cpu_user_seconds_total /gm)).toHaveLength(1);
+    expect(a.registry.getSingleMetric('process_cpu_user_seconds_total')).toBeUndefined();
+  });
+});
 
 describe('BridgeMetrics', () => {
   it('uses its own registry with the account default label and default process metrics', async () => {
