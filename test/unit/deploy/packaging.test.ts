@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments, stringify as stringifyYaml } from 'yaml';
 import { ENV_VARS, EnvSchema } from '../../../src/config.js';
+import { AccountsFileSchema, PER_ACCOUNT_SETTINGS } from '../../../src/accounts.js';
 
 // The container image, the compose stack and the Kubernetes manifests cannot run here (no Docker engine, no
 // cluster), so this checks what can be checked statically: they parse, every file they reference exists, images
@@ -393,6 +394,8 @@ describe('docker-compose.yml', () => {
 
 // ---------------------------------------------------------------- Kubernetes
 
+const ACCOUNTS_CONFIGMAP = 'reviews-bridge-accounts';
+
 describe('Kubernetes manifests', () => {
   const files = walk('deploy/k8s').filter((f) => /\.ya?ml$/.test(f) && !f.endsWith('kustomization.yaml'));
   const docs = files.flatMap((f) =>
@@ -432,6 +435,17 @@ describe('Kubernetes manifests', () => {
     return env;
   };
 
+  it('the accounts example is a valid accounts file whose secrets come from files', () => {
+    const cm = configMaps.get(ACCOUNTS_CONFIGMAP);
+    expect(cm).toBeDefined();
+    const parsed = AccountsFileSchema.safeParse(parseYaml(String(obj(cm!.data, 'data')['accounts.yaml'])));
+    expect(parsed.success ? [] : parsed.error.issues).toEqual([]);
+    for (const account of parsed.data?.accounts ?? []) {
+      expect(account.upstream.clientSecretFile).toMatch(/^\/var\/run\/secrets\//);
+      for (const name of Object.keys(account.settings ?? {})) expect(PER_ACCOUNT_SETTINGS).toContain(name);
+    }
+  });
+
   it('kustomization lists existing files', () => {
     const k = obj(parseYaml(read('deploy/k8s/kustomization.yaml')), 'kustomization');
     for (const r of arr(k.resources)) expect(existsSync(join(ROOT, 'deploy/k8s', String(r))), String(r)).toBe(true);
@@ -459,7 +473,8 @@ describe('Kubernetes manifests', () => {
   it('every environment variable set is one the bridge reads, and the whole set is valid', () => {
     const env = containerEnv();
     for (const key of Object.keys(env)) expect(KNOWN_ENV.has(key), `${key} is not read by the bridge`).toBe(true);
-    for (const cm of configMaps.values()) {
+    for (const [name, cm] of configMaps) {
+      if (name === ACCOUNTS_CONFIGMAP) continue; // a file, checked below
       for (const key of Object.keys(obj(cm.data ?? {}, 'data')))
         expect(KNOWN_ENV.has(key), `ConfigMap key ${key}`).toBe(true);
     }
