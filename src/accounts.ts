@@ -127,11 +127,12 @@ function accountConfig(env: Record<string, string | undefined>, entry: AccountEn
     return loadConfig(merged);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    const setting = err.setting.startsWith('UPSTREAM_CLIENT_') || err.setting === 'UPSTREAM_BASE_URL'
-      ? `upstream.${upstreamField(err.setting)}`
-      : err.setting in overrides
-        ? `settings.${err.setting}`
-        : err.setting;
+    const setting =
+      err.setting.startsWith('UPSTREAM_CLIENT_') || err.setting === 'UPSTREAM_BASE_URL'
+        ? `upstream.${upstreamField(err.setting)}`
+        : err.setting in overrides
+          ? `settings.${err.setting}`
+          : err.setting;
     throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${where}.${setting}: ${err.message.replace(/^.*?: .*?: /, '')}`);
   }
 }

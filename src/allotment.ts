@@ -79,7 +79,6 @@ export class Allotment {
     return n;
   }
 
-
   /** The live replicas as last read from Redis (this one included). */
   replicas(): readonly string[] {
     return this.live;

@@ -132,7 +132,13 @@ export async function startApp(
         const role = loops[0]!.role;
         return {
           ok: redisOk && kafkaOk && credentials[0]! && role !== 'starting',
-          checks: { redis: redisOk, kafka: kafkaOk, upstream_credentials: credentials[0]!, role, paused: pausedSince !== null },
+          checks: {
+            redis: redisOk,
+            kafka: kafkaOk,
+            upstream_credentials: credentials[0]!,
+            role,
+            paused: pausedSince !== null,
+          },
         };
       }
       // One account's bad credentials must not take the whole process out of service (every other account would

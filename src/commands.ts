@@ -195,7 +195,11 @@ async function overview(accounts: readonly BridgeConfig[]): Promise<void> {
         {
           accounts: rows.length,
           unled: rows.filter((r) => r.leader === null).map((r) => r.account),
-          replicas: Object.entries(leading).map(([replica, led]) => ({ replica, live: replicas.includes(replica), leads: led })),
+          replicas: Object.entries(leading).map(([replica, led]) => ({
+            replica,
+            live: replicas.includes(replica),
+            leads: led,
+          })),
           replicaTtlMs: ttlMs,
           byAccount: rows,
         },

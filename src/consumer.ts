@@ -110,7 +110,8 @@ export function parseReviewEvent(message: KafkaRecordLike): ParsedRecord {
   const parsed = RECORD_SCHEMAS[t].safeParse(json);
   if (!parsed.success) throw new ForeignMessageError(`invalid ${t} (${issues(parsed.error)})`);
   const event = parsed.data as { subject: string };
-  if (key !== null && key !== event.subject && !key.endsWith(`:${event.subject}`)) throw new ForeignMessageError(`${t} key differs from its subject`);
+  if (key !== null && key !== event.subject && !key.endsWith(`:${event.subject}`))
+    throw new ForeignMessageError(`${t} key differs from its subject`);
   return { kind: KINDS[t], event } as ParsedRecord;
 }
 

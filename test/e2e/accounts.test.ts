@@ -78,7 +78,11 @@ describe('several accounts in one deployment', () => {
     const goodBridge = app.accounts.get(good!.id)!;
     const badBridge = app.accounts.get(bad!.id)!;
 
-    await eventually(async () => ((await goodBridge.store.checkpoint()).initialDone ? true : undefined), 30_000, 'initial load');
+    await eventually(
+      async () => ((await goodBridge.store.checkpoint()).initialDone ? true : undefined),
+      30_000,
+      'initial load',
+    );
     // Changes made now reach Kafka within a few polls, whatever the other account's token requests do.
     const changedAt = Date.now();
     for (let id = 1; id <= 20; id++) good!.sim.control.setStatus(id, { client: 'rejected' });
@@ -97,8 +101,16 @@ describe('several accounts in one deployment', () => {
     expect((await badBridge.store.checkpoint()).initialDone).toBe(false);
     expect(await readAll([badBridge.config.kafka.topics.created], { idleMs: 500, timeoutMs: 5_000 })).toHaveLength(0);
     const metrics = await (await fetch(`${app.ops.url}/metrics`)).text();
-    expect(metrics).toMatch(new RegExp(`reviews_bridge_token_refreshes_total\\{[^}]*outcome="unauthorized"[^}]*account="${bad!.id}"\\} [1-9]`));
-    expect(metrics).not.toMatch(new RegExp(`reviews_bridge_token_refreshes_total\\{[^}]*outcome="unauthorized"[^}]*account="${good!.id}"\\} [1-9]`));
+    expect(metrics).toMatch(
+      new RegExp(
+        `reviews_bridge_token_refreshes_total\\{[^}]*outcome="unauthorized"[^}]*account="${bad!.id}"\\} [1-9]`,
+      ),
+    );
+    expect(metrics).not.toMatch(
+      new RegExp(
+        `reviews_bridge_token_refreshes_total\\{[^}]*outcome="unauthorized"[^}]*account="${good!.id}"\\} [1-9]`,
+      ),
+    );
     // One HELP line per metric although two registries expose it (a merged exposition, valid for Prometheus).
     expect(metrics.match(/^# HELP reviews_bridge_events_published_total /gm)).toHaveLength(1);
     const ready = (await (await fetch(`${app.ops.url}/readyz`)).json()) as { checks: Record<string, string> };
@@ -136,7 +148,9 @@ describe('several accounts in one deployment', () => {
     // Changes made before an account's initial load read the review would only show in its review.created.
     await eventually(
       async () => {
-        const done = await Promise.all(ids.map(async (id) => (await a.accounts.get(id)!.store.checkpoint()).initialDone));
+        const done = await Promise.all(
+          ids.map(async (id) => (await a.accounts.get(id)!.store.checkpoint()).initialDone),
+        );
         return done.every(Boolean) ? true : undefined;
       },
       30_000,
@@ -167,12 +181,17 @@ describe('several accounts in one deployment', () => {
       timeoutMs: 60_000,
     });
     for (const id of ids) {
-      const mine = events.filter((m) => (m.key ?? "").startsWith(`${id}:`)).map((m) => JSON.parse(m.value) as ReviewEvent);
+      const mine = events
+        .filter((m) => (m.key ?? '').startsWith(`${id}:`))
+        .map((m) => JSON.parse(m.value) as ReviewEvent);
       expect(new Set(mine.filter((e) => e.type === 'review.created').map((e) => e.subject)).size).toBe(30);
       // Every status change made across the handovers was delivered (events may repeat, never go missing).
       const statusChanged = mine.filter((e) => e.type === 'review.status_changed');
       for (const reviewId of ['1', '2', '3']) {
-        expect(statusChanged.some((e) => e.subject === reviewId), `${id} review ${reviewId}`).toBe(true);
+        expect(
+          statusChanged.some((e) => e.subject === reviewId),
+          `${id} review ${reviewId}`,
+        ).toBe(true);
       }
       expect(new Set(mine.map((e) => e.source))).toEqual(new Set([`urn:reviews-bridge:${id}`]));
     }

@@ -85,7 +85,9 @@ describe('loadAccounts', () => {
   });
 
   it('names the account and the setting on a bad override, and never echoes the value', () => {
-    const bad = file(`accounts:\n  - id: a\n    upstream: { clientId: a, clientSecretFile: ${secret} }\n    settings: { POLL_INTERVAL_MS: "sekrit-ish" }\n`);
+    const bad = file(
+      `accounts:\n  - id: a\n    upstream: { clientId: a, clientSecretFile: ${secret} }\n    settings: { POLL_INTERVAL_MS: "sekrit-ish" }\n`,
+    );
     const err = errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: bad });
     expect(err.setting).toBe('BRIDGE_ACCOUNTS_FILE');
     expect(err.message).toContain('accounts[0] (a).settings.POLL_INTERVAL_MS');
@@ -93,21 +95,28 @@ describe('loadAccounts', () => {
   });
 
   it('refuses process-wide settings, unknown settings, inline secrets, duplicates and a missing secret file', () => {
-    const entry = (extra: string) => `accounts:\n  - id: a\n    upstream: { clientId: a, clientSecretFile: ${secret} }\n${extra}`;
-    expect(errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: file(entry('    settings: { KAFKA_BROKERS: "h:1" }\n')) }).message).toMatch(
-      /settings\.KAFKA_BROKERS: not a per-account setting/,
-    );
+    const entry = (extra: string) =>
+      `accounts:\n  - id: a\n    upstream: { clientId: a, clientSecretFile: ${secret} }\n${extra}`;
+    expect(
+      errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: file(entry('    settings: { KAFKA_BROKERS: "h:1" }\n')) }).message,
+    ).toMatch(/settings\.KAFKA_BROKERS: not a per-account setting/);
     expect(errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: file(entry('    settings: { NO_SUCH: 1 }\n')) }).message).toMatch(
       /settings\.NO_SUCH: unknown setting/,
     );
-    const inline = file(`accounts:\n  - id: a\n    upstream: { clientId: a, clientSecret: hunter2, clientSecretFile: ${secret} }\n`);
+    const inline = file(
+      `accounts:\n  - id: a\n    upstream: { clientId: a, clientSecret: hunter2, clientSecretFile: ${secret} }\n`,
+    );
     const inlineErr = errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: inline });
     expect(inlineErr.message).toContain('accounts.0.upstream');
     expect(inlineErr.message).not.toContain('hunter2');
     const dup = file(`${entry('')}  - id: a\n    upstream: { clientId: a, clientSecretFile: ${secret} }\n`);
     expect(errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: dup }).message).toMatch(/accounts\[1\] \(a\): the id appears twice/);
-    const missing = file(`accounts:\n  - id: a\n    upstream: { clientId: a, clientSecretFile: ${join(dir, 'nope')} }\n`);
-    expect(errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: missing }).message).toMatch(/accounts\[0\] \(a\)\.upstream\.clientSecretFile: .*cannot be read/);
+    const missing = file(
+      `accounts:\n  - id: a\n    upstream: { clientId: a, clientSecretFile: ${join(dir, 'nope')} }\n`,
+    );
+    expect(errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: missing }).message).toMatch(
+      /accounts\[0\] \(a\)\.upstream\.clientSecretFile: .*cannot be read/,
+    );
     expect(errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: join(dir, 'absent.yaml') }).message).toMatch(/file cannot be read/);
     expect(errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: file('accounts: [') }).message).toMatch(/not valid YAML or JSON/);
     expect(errorOf({ ...env, BRIDGE_ACCOUNT: 'x', BRIDGE_ACCOUNTS_FILE: file(two) }).setting).toBe('BRIDGE_ACCOUNT');
@@ -117,7 +126,14 @@ describe('loadAccounts', () => {
     expect(PER_ACCOUNT_SETTINGS).toContain('UPSTREAM_RATE_LIMIT_RPS');
     expect(PER_ACCOUNT_SETTINGS).toContain('POLL_MIN_INTERVAL_MS');
     expect(PER_ACCOUNT_SETTINGS).toContain('EVENT_FIELDS_EXCLUDE');
-    for (const processWide of ['KAFKA_BROKERS', 'REDIS_URL', 'HTTP_PORT', 'LOG_LEVEL', 'UPSTREAM_BASE_URL', 'UPSTREAM_CLIENT_SECRET_FILE'])
+    for (const processWide of [
+      'KAFKA_BROKERS',
+      'REDIS_URL',
+      'HTTP_PORT',
+      'LOG_LEVEL',
+      'UPSTREAM_BASE_URL',
+      'UPSTREAM_CLIENT_SECRET_FILE',
+    ])
       expect(PER_ACCOUNT_SETTINGS).not.toContain(processWide);
   });
 });

@@ -46,7 +46,12 @@ interface Replica {
 }
 
 async function replica(id: string, accounts: string[], table: LeaseTable, registry: Registry): Promise<Replica> {
-  const allotment = new Allotment(registry, { replica: id, accounts: accounts.length, ttlMs: 60_000, logger: silentLogger });
+  const allotment = new Allotment(registry, {
+    replica: id,
+    accounts: accounts.length,
+    ttlMs: 60_000,
+    logger: silentLogger,
+  });
   await allotment.start();
   const leases = accounts.map((a) => allotment.gate(table.lease(a, id), a));
   return { id, allotment, leases };

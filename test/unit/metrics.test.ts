@@ -59,8 +59,12 @@ describe('mergedMetrics', () => {
     const text = await mergedMetrics(() => [processRegistry, a.registry, b.registry]).metrics();
     expect(text.match(/^# HELP reviews_bridge_passes_total /gm)).toHaveLength(1);
     expect(text.match(/^# TYPE reviews_bridge_passes_total /gm)).toHaveLength(1);
-    expect(text).toMatch(/^reviews_bridge_passes_total\{[^}]*pass="incremental"[^}]*outcome="ok"[^}]*account="a"\} 1$/m);
-    expect(text).toMatch(/^reviews_bridge_passes_total\{[^}]*pass="incremental"[^}]*outcome="ok"[^}]*account="b"\} 2$/m);
+    expect(text).toMatch(
+      /^reviews_bridge_passes_total\{[^}]*pass="incremental"[^}]*outcome="ok"[^}]*account="a"\} 1$/m,
+    );
+    expect(text).toMatch(
+      /^reviews_bridge_passes_total\{[^}]*pass="incremental"[^}]*outcome="ok"[^}]*account="b"\} 2$/m,
+    );
     // The process's own metrics once, without an account label.
     expect(text.match(/^process_cpu_user_seconds_total /gm)).toHaveLength(1);
     expect(a.registry.getSingleMetric('process_cpu_user_seconds_total')).toBeUndefined();
