@@ -2,7 +2,7 @@ import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from 
 import { loadAccounts, type AccountsConfig } from './accounts.js';
 import { ConfigError, type BridgeConfig } from './config.js';
 import { Lease, leaseHolder } from './lease.js';
-import { accountKeys } from './redis.js';
+import { accountKeys, liveReplicas } from './redis.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { createLogger } from './logger.js';
 import { BridgeMetrics } from './metrics.js';
@@ -160,14 +160,7 @@ async function overview(accounts: readonly BridgeConfig[]): Promise<void> {
   try {
     const prefix = accounts[0]!.redis.keyPrefix;
     const ttlMs = Math.max(...accounts.map((c) => c.lease.ttlMs));
-    // Live: beaten within the ttl by Redis's clock (the registry's own), as the replicas themselves count.
-    const [time, scored] = await Promise.all([
-      redis.time(),
-      redis.zrange(`${prefix}:replicas`, '0', '-1', 'WITHSCORES'),
-    ]);
-    const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-    const replicas: string[] = [];
-    for (let i = 0; i + 1 < scored.length; i += 2) if (now - Number(scored[i + 1]) <= ttlMs) replicas.push(scored[i]!);
+    const replicas = await liveReplicas(redis, prefix, ttlMs);
     const rows = await Promise.all(
       accounts.map(async (config) => {
         const keys = accountKeys(config.redis.keyPrefix, config.account);

@@ -170,12 +170,24 @@ export function accountKeys(prefix: string, account: string) {
   };
 }
 
-/** The registry of the live replicas of a deployment (all accounts under one key prefix). */
+/** Key of the registry of the live replicas of a deployment (all accounts under one key prefix). */
+const replicasKey = (prefix: string) => `${prefix}:replicas`;
+
+/** The registry of the live replicas of a deployment, as the replicas beat into it. */
 export function replicaRegistry(redis: BridgeRedis, prefix: string): ReplicaRegistry {
-  const key = `${prefix}:replicas`;
+  const key = replicasKey(prefix);
   return {
     beat: (replica, ttlMs, leave = false) => redis.bridgeReplicaBeat(key, replica, ttlMs, leave ? 'leave' : 'beat'),
   };
+}
+
+/** The live replicas as `status` reads them (without beating): beaten within `ttlMs` by Redis's clock. */
+export async function liveReplicas(redis: BridgeRedis, prefix: string, ttlMs: number): Promise<string[]> {
+  const [time, scored] = await Promise.all([redis.time(), redis.zrange(replicasKey(prefix), '0', '-1', 'WITHSCORES')]);
+  const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+  const live: string[] = [];
+  for (let i = 0; i + 1 < scored.length; i += 2) if (now - Number(scored[i + 1]) <= ttlMs) live.push(scored[i]!);
+  return live;
 }
 
 /** The key names of one account (see accountKeys). */
