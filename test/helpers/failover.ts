@@ -130,21 +130,24 @@ export async function runFailover(run: FailoverRun): Promise<{ faults: FaultFigu
       // The topology heals in parallel: a bridge that needs it to commit again waits for it, one that does not
       // (a Kafka partition moved to another leader) recovers before the dead member is back.
       const healing = fault.heal?.() ?? Promise.resolve({});
-      healing.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
+      // A topology that cannot heal (no promotion, a member that does not start) is the failure to report, not
+      // the bridge's wait for it that would follow.
+      let healFailed: unknown = null;
+      healing.catch((err: unknown) => (healFailed = err ?? new Error('heal failed')));
       // Recovered: a commit after the fault moved the checkpoint on (a later initial-load page, or a poll).
       await waitFor(
         () =>
-          (
-            fault.during === 'initial'
-              ? Number(monitor.last.sweep_seen ?? 0) > before.seen || monitor.last.initial_done === '1'
-              : Number(monitor.last.last_incremental_at ?? 0) > Math.max(before.poll, at)
-          )
+          healFailed !== null ||
+          (fault.during === 'initial'
+            ? Number(monitor.last.sweep_seen ?? 0) > before.seen || monitor.last.initial_done === '1'
+            : Number(monitor.last.last_incremental_at ?? 0) > Math.max(before.poll, at))
             ? true
             : undefined,
         120_000,
         `the bridge to commit again after ${fault.name}`,
         20,
       );
+      if (healFailed !== null) throw new Error(`${fault.name}: the topology did not heal: ${String(healFailed)}`);
       const recoverMs = Date.now() - at;
       figures.push({ fault: fault.name, during: fault.during, recoverMs, ...(await healing) });
     }
