@@ -1,0 +1,124 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  awaitDelivery,
+  leaders,
+  makeChanges,
+  matchChanges,
+  ProcessMeter,
+  spawnReplica,
+  split,
+  startFleet,
+  StatusEvents,
+  waitInitialLoads,
+  type Change,
+  type Replica,
+} from './accounts-lib.js';
+import { percentile, round, writeResult } from './lib.js';
+
+// Steady state of many accounts on two replicas: BENCH_ACCOUNTS (default 100) accounts of one multi-account
+// simulator (default throttle, 10 requests/s per account), served by two bridge replicas as child processes
+// (`node --import tsx src/cli.ts run` with BRIDGE_ACCOUNTS_FILE, shared topics, INITIAL_LOAD_MODE=suppress, default
+// poll timing: every POLL_MIN_INTERVAL_MS = 1 s while no sweep runs). After the initial loads (BENCH_REVIEWS, default
+// 50 per account) and the 50/50 split of leadership, status changes on random accounts (BENCH_CHANGES_PER_S, default
+// 10/s, for BENCH_DURATION_S, default 60 s), each timed from just before the control call to the consumer's receipt
+// of its review.status_changed. CPU and RSS of each replica from /proc over the change phase.
+
+const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 100);
+const REVIEWS = Number(process.env.BENCH_REVIEWS ?? 50);
+const PER_SECOND = Number(process.env.BENCH_CHANGES_PER_S ?? 10);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 60);
+
+const fleet = await startFleet(ACCOUNTS, { reviewCount: REVIEWS }, { INITIAL_LOAD_MODE: 'suppress' });
+const replicas: Replica[] = [];
+const events = new StatusEvents();
+try {
+  const started = Date.now();
+  replicas.push(await spawnReplica(fleet, 'replica-1'), await spawnReplica(fleet, 'replica-2'));
+  const loadMs = await waitInitialLoads(fleet, 300_000);
+  console.log(
+    `${ACCOUNTS} initial loads done in ${round(loadMs / 1000)} s (replicas started ${round((Date.now() - started) / 1000)} s ago)`,
+  );
+  // Let the balance settle: each replica should lead ceil(accounts / 2).
+  const share = Math.ceil(ACCOUNTS / 2);
+  for (let i = 0; i < 120; i++) {
+    const s = split(await leaders(fleet));
+    if (replicas.every((r) => (s[String(r.child.pid)] ?? 0) >= ACCOUNTS - share)) break;
+    await sleep(500);
+  }
+  const splitBefore = split(await leaders(fleet));
+  await events.start(fleet.topics.statusChanged);
+  const meter = new ProcessMeter(Object.fromEntries(replicas.map((r) => [r.name, r.child.pid])));
+  const sent: Change[] = [];
+  const end = Date.now() + DURATION_S * 1000;
+  await makeChanges(fleet, REVIEWS, PER_SECOND, () => Date.now() >= end, sent);
+  const usage = meter.stop();
+  await awaitDelivery(sent, events, 15_000);
+  const splitAfter = split(await leaders(fleet));
+
+  const { latencies, byAccount } = matchChanges(sent, events);
+  const perAccountP99 = [...byAccount.values()]
+    .filter((a) => a.latencies.length > 0)
+    .map((a) => percentile(a.latencies, 99));
+  const missing = [...byAccount.values()].reduce((s, a) => s + a.missing.length, 0);
+  const named = (s: Record<string, number>) =>
+    Object.fromEntries(
+      Object.entries(s).map(([pid, n]) => [replicas.find((r) => String(r.child.pid) === pid)?.name ?? pid, n]),
+    );
+  const perReplica = Object.fromEntries(
+    replicas.map((r) => {
+      const p = usage.processes[r.name]!;
+      const led = named(splitAfter)[r.name] ?? 0;
+      return [
+        r.name,
+        {
+          ...p,
+          accountsLed: led,
+          cpuPercentPerLedAccount: led ? round(p.cpuPercentOfOneCore / led, 2) : null,
+          rssMiBPerConfiguredAccount: round(p.rssMiB.p50 / ACCOUNTS, 2),
+        },
+      ];
+    }),
+  );
+  const figures = {
+    changes: sent.length,
+    received: latencies.length,
+    missing,
+    duplicates: events.duplicates(),
+    overall: {
+      p50Ms: percentile(latencies, 50),
+      p95Ms: percentile(latencies, 95),
+      p99Ms: percentile(latencies, 99),
+      maxMs: Math.max(...latencies),
+    },
+    perAccountP99Ms: {
+      accounts: perAccountP99.length,
+      changesPerAccountMedian: percentile(
+        [...byAccount.values()].map((a) => a.made),
+        50,
+      ),
+      median: percentile(perAccountP99, 50),
+      p90: percentile(perAccountP99, 90),
+      max: Math.max(...perAccountP99),
+    },
+    split: { beforeChanges: named(splitBefore), afterChanges: named(splitAfter) },
+    window: { seconds: usage.seconds, machineBusyPercentOfAllCores: usage.machineBusyPercentOfAllCores },
+    replicas: perReplica,
+  };
+  const file = writeResult('accounts-steady', {
+    settings: { accounts: ACCOUNTS, reviewsPerAccount: REVIEWS, changesPerSecond: PER_SECOND, durationS: DURATION_S },
+    initialLoadsSeconds: round(loadMs / 1000),
+    ...figures,
+    perAccount: Object.fromEntries(
+      [...byAccount].map(([id, a]) => [
+        id,
+        { made: a.made, missing: a.missing.length, p99Ms: a.latencies.length ? percentile(a.latencies, 99) : null },
+      ]),
+    ),
+  });
+  console.log(JSON.stringify(figures, null, 2));
+  console.log(`written ${file}`);
+} finally {
+  await events.stop();
+  await Promise.all(replicas.map((r) => r.child.stop()));
+  await fleet.close();
+}
