@@ -87,6 +87,8 @@ export interface AccountContext {
   logger: Logger;
   /** Whether the account's metrics also collect the process's (the only account of the process does). */
   processMetrics: boolean;
+  /** Whether this account's publisher answers the process's Kafka readiness probe (keeps its admin connection). */
+  probesKafka: boolean;
   /** This replica's id: the holder of every lease it takes. */
   replica: string;
   /** Wraps the account's lease (balanced leadership across replicas); absent: the plain lease. */
@@ -154,6 +156,7 @@ export class AccountBridge {
       for (let attempt = 0; !this.stopping.signal.aborted; attempt++) {
         try {
           await this.publisher.connect();
+          if (!this.context.probesKafka) await this.publisher.closeProbe();
           this.kafkaReady = true;
           this.loop.start();
           return;

@@ -81,6 +81,7 @@ export async function startApp(
         replica,
         logger: several ? logger.child({ account: config.account }) : logger,
         processMetrics: !several,
+        probesKafka: config === first,
         gate: allotment ? (lease, account) => allotment.gate(lease, account) : undefined,
       },
       options,

@@ -354,6 +354,16 @@ export class KafkaPublisher implements EventSink {
     return this.probe;
   }
 
+  /**
+   * Closes the admin connection that connect() opened (a later ping() opens one again): with many accounts in a
+   * process only one of them needs it for the readiness probe.
+   */
+  async closeProbe(): Promise<void> {
+    const probe = this.probe;
+    this.probe = null;
+    await probe?.then((admin) => admin.disconnect()).catch(() => undefined);
+  }
+
   /** Flushes nothing (sends are awaited) and closes the producer's and the probe's connections. */
   async disconnect(): Promise<void> {
     const probe = this.probe;
