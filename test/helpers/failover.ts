@@ -31,6 +31,8 @@ export interface Fault {
   during: 'initial' | 'polling';
   /** 'commit': run `inject` inside the bridge's next commit (before it reaches Redis); 'test': from the test. */
   from: 'commit' | 'test';
+  /** Resolves once the topology can take this fault (a healthy deployment is the premise of the fault tested). */
+  ready?(): Promise<void>;
   /** Breaks something (kills a member, starts a failover). */
   inject(): Promise<void>;
   /** After inject: waits for the topology to heal (a promoted replica, a member restarted) and says what it did. */
@@ -116,6 +118,7 @@ export async function runFailover(run: FailoverRun): Promise<{ faults: FaultFigu
           'polls to run',
         );
       }
+      await fault.ready?.();
       const before = {
         seen: Number(monitor.last.sweep_seen ?? 0),
         poll: Number(monitor.last.last_incremental_at ?? 0),

@@ -179,6 +179,39 @@ export class RedisTopology {
     return client;
   }
 
+  /**
+   * Whether a Sentinel deployment could fail over now: all three Sentinels name the same primary, know each other
+   * and see its replica with a working link, with no failover under way. Right after a failover they have to find
+   * each other again through the new primary, and a primary lost before that is never replaced (redis/redis#1309).
+   */
+  async sentinelsSettled(): Promise<boolean> {
+    const views = await Promise.all(
+      [2, 3, 4].map(async (offset) => {
+        const sentinel = this.member(this.base + offset);
+        try {
+          const fields = (list: unknown): Record<string, string> => {
+            const flat = list as string[];
+            return Object.fromEntries(
+              Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i], flat[2 * i + 1]]),
+            );
+          };
+          const master = fields(await sentinel.call('SENTINEL', 'MASTER', 'bridge'));
+          const replicas = ((await sentinel.call('SENTINEL', 'REPLICAS', 'bridge')) as unknown[]).map(fields);
+          const replicaOk = replicas.some(
+            (r) => r.flags === 'slave' && r['master-link-status'] === 'ok' && r['master-port'] === master.port,
+          );
+          const settled = master.flags === 'master' && master['num-other-sentinels'] === '2' && replicaOk;
+          return settled ? master.port : null;
+        } catch {
+          return null;
+        } finally {
+          sentinel.disconnect();
+        }
+      }),
+    );
+    return views[0] !== null && views.every((port) => port === views[0]);
+  }
+
   /** The port of the primary now: Sentinel's answer, or the Cluster primary serving `key`'s slot. */
   async primaryPort(key = ''): Promise<number> {
     if (this.kind === 'sentinel') {
