@@ -127,12 +127,10 @@ function accountConfig(env: Record<string, string | undefined>, entry: AccountEn
     return loadConfig(merged);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    const setting =
-      err.setting.startsWith('UPSTREAM_CLIENT_') || err.setting === 'UPSTREAM_BASE_URL'
-        ? `upstream.${upstreamField(err.setting)}`
-        : err.setting in overrides
-          ? `settings.${err.setting}`
-          : err.setting;
+    const fromUpstream = err.setting.startsWith('UPSTREAM_CLIENT_') || err.setting === 'UPSTREAM_BASE_URL';
+    // A setting of the environment itself (KAFKA_BROKERS missing) is reported as such, not as the account's.
+    if (!fromUpstream && !(err.setting in overrides)) throw err;
+    const setting = fromUpstream ? `upstream.${upstreamField(err.setting)}` : `settings.${err.setting}`;
     throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${where}.${setting}: ${err.message.replace(/^.*?: .*?: /, '')}`);
   }
 }

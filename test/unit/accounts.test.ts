@@ -120,6 +120,8 @@ describe('loadAccounts', () => {
     expect(errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: join(dir, 'absent.yaml') }).message).toMatch(/file cannot be read/);
     expect(errorOf({ ...env, BRIDGE_ACCOUNTS_FILE: file('accounts: [') }).message).toMatch(/not valid YAML or JSON/);
     expect(errorOf({ ...env, BRIDGE_ACCOUNT: 'x', BRIDGE_ACCOUNTS_FILE: file(two) }).setting).toBe('BRIDGE_ACCOUNT');
+    // A problem of the environment itself is named as such.
+    expect(errorOf({ ...env, KAFKA_BROKERS: '', BRIDGE_ACCOUNTS_FILE: file(two) }).setting).toBe('KAFKA_BROKERS');
   });
 
   it('per-account settings are the upstream, polling, sweep, deletion, event, lease and heartbeat ones', () => {
