@@ -21,6 +21,9 @@ import type { ReviewSource } from './upstream/types.js';
 // Redis connection and the process, so one account's failure (bad credentials, upstream down, a record Kafka
 // refuses) never slows another: each loop backs off on its own.
 
+/** The longest an account waits for the one it starts after (see AccountBridge.start). */
+const AFTER_WAIT_MS = 15_000;
+
 /** Options for tests and tools; production uses none. */
 export interface AccountOptions {
   beforeCommit?: PipelineDeps['beforeCommit'];
@@ -147,11 +150,15 @@ export class AccountBridge {
 
   /**
    * Connects Kafka in the background (retrying until it answers: Kafka may come up later) and then starts the
-   * loop; `after` first (another account creating the topics they share, so that they do not race to create them).
+   * loop; `after` first (another account creating the topics they share, so that they do not race to create
+   * them), but no longer than AFTER_WAIT_MS: an account whose own connection fails must not hold the others.
    */
   start(after: Promise<unknown> = Promise.resolve()): void {
     this.connected ??= (async () => {
-      await after;
+      await Promise.race([
+        after,
+        sleep(AFTER_WAIT_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined),
+      ]);
       const { logger } = this.context;
       for (let attempt = 0; !this.stopping.signal.aborted; attempt++) {
         try {
