@@ -203,7 +203,7 @@ start() {
     cluster_id="${KAFKA_CLUSTER_ID:-$("${tool[@]}" random-uuid 2>/dev/null | tail -1)}"
     [[ -n "$cluster_id" ]] || die "StorageTool random-uuid printed nothing"
     "${tool[@]}" format \
-      -t "$cluster_id" -c "$run/server.properties" >"$run/format.out" 2>&1 ||
+      --cluster-id="$cluster_id" -c "$run/server.properties" >"$run/format.out" 2>&1 ||
       { cat "$run/format.out" >&2; die "formatting the storage in $run/data failed"; }
     log "formatted storage (cluster id $cluster_id)"
   else

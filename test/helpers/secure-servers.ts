@@ -212,8 +212,9 @@ listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.se
       `${KAFKA_LIBS}/*`,
       'kafka.tools.StorageTool',
       'format',
-      '-t',
-      randomBytes(16).toString('base64url'),
+      // One argument (`--cluster-id=`): a random id may start with '-' (1 in 64), which the tool's parser would
+      // take for an option.
+      `--cluster-id=${randomBytes(16).toString('base64url')}`,
       '-c',
       join(dir, 'server.properties'),
       ...scram,
