@@ -170,7 +170,9 @@ export class KafkaPublisher implements EventSink {
       const { replicationFactor, minInsyncReplicas } = topicReplication(this.config.replicationFactor, brokers.length);
       const insync = { name: 'min.insync.replicas', value: String(minInsyncReplicas) };
       await admin.createTopics({
-        waitForLeaders: true,
+        // kafkajs's own wait fails on a broker that has not heard of a new topic yet (UNKNOWN_TOPIC_OR_PARTITION,
+        // common on a fresh multi-broker cluster); awaitLeaders below treats that as "not yet".
+        waitForLeaders: false,
         topics: wanted.map((topic) => ({
           topic,
           numPartitions: this.config.partitions,
@@ -180,6 +182,7 @@ export class KafkaPublisher implements EventSink {
             topic === this.config.topics.state ? [insync, { name: 'cleanup.policy', value: 'compact' }] : [insync],
         })),
       });
+      await awaitLeaders(admin, wanted);
       this.logger.info({ topics: wanted, replicationFactor, minInsyncReplicas }, 'created topics');
     }
   }
@@ -369,6 +372,23 @@ export class KafkaPublisher implements EventSink {
     const probe = this.probe;
     this.probe = null;
     await Promise.allSettled([this.producer.disconnect(), probe?.then((admin) => admin.disconnect())]);
+  }
+}
+
+/** How long new topics may take to get a leader for every partition before connect() fails (and is retried). */
+const TOPIC_LEADERS_TIMEOUT_MS = 30_000;
+
+/** Waits until every partition of the topics has a leader, as the metadata of any broker asked tells. */
+async function awaitLeaders(admin: Admin, topics: readonly string[]): Promise<void> {
+  const deadline = Date.now() + TOPIC_LEADERS_TIMEOUT_MS;
+  for (;;) {
+    const ready = await admin
+      .fetchTopicMetadata({ topics: [...topics] })
+      .then((m) => m.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
+      .catch(() => false);
+    if (ready) return;
+    if (Date.now() > deadline) throw new Error(`new topics without a leader after ${TOPIC_LEADERS_TIMEOUT_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 

@@ -4,6 +4,7 @@ import { startSimulator } from '../../src/simulator/index.js';
 import { SnapshotStore } from '../../src/snapshot/store.js';
 import { testEnv } from '../helpers/bridge.js';
 import { runCli, runCliFull } from '../helpers/processes.js';
+import { redisAddress } from '../helpers/topologies.js';
 
 // The operator commands of issue 11 as an operator runs them: separate processes against the real Redis (and, for
 // a sweep run in place, the simulator and Kafka). What the leader does with the flags is the loop's part.
@@ -14,7 +15,11 @@ afterEach(async () => {
 });
 
 function storeOf(env: Record<string, string>): SnapshotStore {
-  const redis = connectRedis(env.REDIS_URL!);
+  // The bridge's own Redis, whatever the topology the run selected (TEST_TOPOLOGY).
+  const address = redisAddress(env);
+  const redis = connectRedis(
+    typeof address === 'string' ? address : { target: address, waitReplicas: 0, waitTimeoutMs: 1_000 },
+  );
   cleanups.push(async () => void (await redis.quit()));
   return new SnapshotStore(redis, accountKeys(env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!));
 }
