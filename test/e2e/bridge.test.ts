@@ -156,7 +156,9 @@ describe('bridge end to end', () => {
     const dead = await readAll([b.topics.deadLetter], { idleMs: 500, timeoutMs: 10_000 });
     expect(dead.length).toBeGreaterThan(0);
     const created = await readAll([b.topics.created], { idleMs: 500, timeoutMs: 10_000 });
-    expect(created.length + dead.length).toBe(300);
+    // Created events counted by review: on a replicated Redis a commit not confirmed in time re-publishes its page
+    // (same ids); dead letters are remembered in Redis and not sent twice.
+    expect(new Set(created.map((m) => m.key)).size + dead.length).toBe(300);
     for (const m of dead) {
       const body = JSON.parse(m.value) as { reason: string; record: unknown };
       expect(body.reason.length).toBeGreaterThan(0);

@@ -128,8 +128,9 @@ describe('fault: upstream', () => {
     const sim = run.sim.control.stats();
     expect(sim.throttled).toBeGreaterThan(0);
     expect(sim.byStatus['500'] ?? 0).toBeGreaterThan(0);
-    expect(sim.byStatus['503'] ?? 0).toBeGreaterThan(0);
-    expect(sim.byStatus['429'] ?? 0).toBeGreaterThan(0);
+    // Which of the two throttles the bridge runs into depends on how fast it pages: on a replicated Redis (each
+    // commit waits for a replica) it can stay under the first one.
+    expect((sim.byStatus['503'] ?? 0) + (sim.byStatus['429'] ?? 0)).toBeGreaterThan(0);
   });
 
   it('(f) poisoned records appear in the listing mid-history: every other change is delivered, nothing lost', async () => {
