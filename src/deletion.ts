@@ -18,7 +18,8 @@ export type DeletionVerdict =
 export function deletionVerdict(missingCount: number, knownCount: number, maxFraction: number): DeletionVerdict {
   if (missingCount <= 0) return { action: 'none' };
   const fraction = knownCount > 0 ? missingCount / knownCount : 1;
-  if (fraction > maxFraction)
+  // More missing than known (an empty snapshot, counts out of step) is nonsense, whatever the allowed fraction.
+  if (fraction > maxFraction || missingCount > knownCount)
     return { action: 'refuse', missing: missingCount, known: knownCount, fraction, maxFraction };
   return { action: 'delete', missing: missingCount };
 }

@@ -22,6 +22,8 @@ describe('deletionVerdict', () => {
     expect(deletionVerdict(500, 1000, 0.01).action).toBe('refuse');
     // An empty snapshot with "missing" reviews is nonsense: refuse rather than divide by zero.
     expect(deletionVerdict(1, 0, 0.5).action).toBe('refuse');
+    // Even when everything may go (found by the property below with the seed -1680599729).
+    expect(deletionVerdict(1, 0, 1).action).toBe('refuse');
     expect(deletionVerdict(1000, 1000, 1).action).toBe('delete');
   });
 
