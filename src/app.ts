@@ -125,7 +125,8 @@ export async function startApp(
           firstBridge.kafkaConnected ? firstBridge.publisher.ping() : Promise.reject(new Error('connecting')),
         ),
         Promise.all(all.map((a) => checkUpstream(`upstream:${a.account}`, () => a.source.checkCredentials(), 60_000))),
-        firstBridge.store.pausedSince().catch(() => null),
+        // Reported for the single account only (several accounts each have their pause flag).
+        several ? null : firstBridge.store.pausedSince().catch(() => null),
       ]);
       const loops = all.map((a) => a.health());
       const starting = loops.every((h) => h.role === 'starting');

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { createServer } from 'node:net';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
@@ -139,6 +140,14 @@ export class RedisTopology {
   /** Picks free ports. */
   static async onFreePorts(kind: 'sentinel' | 'cluster'): Promise<RedisTopology> {
     return new RedisTopology(kind, kind === 'cluster' ? await freeBase(6, 10_000) : await freeBase(5));
+  }
+
+  /** A topology on free ports, started before the file's tests and stopped after them. */
+  static async forFile(kind: 'sentinel' | 'cluster'): Promise<RedisTopology> {
+    const topology = await RedisTopology.onFreePorts(kind);
+    beforeAll(() => topology.start(), 60_000);
+    afterAll(() => topology.stop(), 60_000);
+    return topology;
   }
 
   /** The bridge's Redis settings for this topology (REDIS_URL blank: exactly one target may be set). */

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { accountKeys } from '../../../src/redis.js';
 import { FAULT_ROUNDS, faultRounds, runFailover, type Fault } from '../../helpers/failover.js';
 import { waitFor } from '../../helpers/processes.js';
@@ -11,14 +11,7 @@ import { RedisTopology } from '../../helpers/topologies.js';
 // in the middle of the initial load and again while polling; the cluster promotes its replica (node timeout 2 s),
 // and the killed node is started again and rejoins as the new replica.
 
-const topology = await RedisTopology.onFreePorts('cluster');
-
-beforeAll(async () => {
-  await topology.start();
-}, 60_000);
-afterAll(async () => {
-  await topology.stop();
-}, 60_000);
+const topology = await RedisTopology.forFile('cluster');
 
 describe('failover: Redis Cluster', () => {
   it("the account's primary killed mid-commit, its replica promoted: nothing lost, the checkpoint never goes back", async () => {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FAULT_ROUNDS, runFailover, type Fault } from '../../helpers/failover.js';
 import { waitFor } from '../../helpers/processes.js';
 import { RedisTopology } from '../../helpers/topologies.js';
@@ -10,14 +10,7 @@ import { RedisTopology } from '../../helpers/topologies.js';
 // replica is promoted; it rejoins as the new replica), FAULT_TOPOLOGY_ROUNDS times. Each fault waits for a settled
 // Sentinel deployment first. Nothing may be lost or invented, and the confirmed checkpoint must never go back.
 
-const topology = await RedisTopology.onFreePorts('sentinel');
-
-beforeAll(async () => {
-  await topology.start();
-}, 60_000);
-afterAll(async () => {
-  await topology.stop();
-}, 60_000);
+const topology = await RedisTopology.forFile('sentinel');
 
 describe('failover: Redis with Sentinel', () => {
   it('SENTINEL FAILOVER and a SIGKILL of the primary, mid-commit: nothing lost, the checkpoint never goes back', async () => {
