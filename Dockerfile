@@ -12,7 +12,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# `npm run build` compiles to dist/ and copies the files read at run time beside the modules (src/lua).
+# `npm run build` compiles to dist/ and copies the files read at run time beside the modules (src/redis/lua).
 RUN npm run build
 
 # --- prod-deps: runtime dependencies only, installed apart so that no dev tool reaches the final image

@@ -3,10 +3,10 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
-import { accountKeys, connectRedis, type BridgeRedis } from '../src/redis.js';
+import { accountKeys, connectRedis, type BridgeRedis } from '../src/redis/connection.js';
 import { startMultiSimulator, type MultiSimulator } from '../src/simulator/index.js';
 import type { SimulatorOptions } from '../src/simulator/types.js';
-import { SnapshotStore, type Checkpoint, type PassProgress } from '../src/snapshot/store.js';
+import { SnapshotStore, type Checkpoint, type PassProgress } from '../src/redis/snapshot-store.js';
 import { freePort, ROOT, spawnLogged, type Child } from '../test/helpers/processes.js';
 import { dropTopics, percentile, round, services, uniqueName } from './lib.js';
 

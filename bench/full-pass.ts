@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { startApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { accountKeys, connectRedis } from '../src/redis.js';
+import { startApp } from '../src/app/app.js';
+import { loadConfig } from '../src/config/config.js';
+import { accountKeys, connectRedis } from '../src/redis/connection.js';
 import { startSimulator } from '../src/simulator/index.js';
-import { SnapshotStore } from '../src/snapshot/store.js';
+import { SnapshotStore } from '../src/redis/snapshot-store.js';
 import {
   BENCH_KEY_PREFIX,
   benchEnv,

@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel } from 'kafkajs';
 import { pino } from 'pino';
-import { startApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import type { ReviewStatusChangedEvent } from '../src/events.js';
-import { accountKeys, connectRedis } from '../src/redis.js';
+import { startApp } from '../src/app/app.js';
+import { loadConfig } from '../src/config/config.js';
+import type { ReviewStatusChangedEvent } from '../src/core/events.js';
+import { accountKeys, connectRedis } from '../src/redis/connection.js';
 import { startSimulator } from '../src/simulator/index.js';
-import { SnapshotStore } from '../src/snapshot/store.js';
+import { SnapshotStore } from '../src/redis/snapshot-store.js';
 import {
   BENCH_KEY_PREFIX,
   benchEnv,

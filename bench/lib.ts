@@ -2,15 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { pino } from 'pino';
-import type { BridgeConfig } from '../src/config.js';
-import { Lease } from '../src/lease.js';
-import { BridgeMetrics } from '../src/metrics.js';
-import { Passes } from '../src/passes/index.js';
-import { LeaseKeeper } from '../src/lease-keeper.js';
-import { KafkaPublisher } from '../src/publisher.js';
-import { accountKeys, connectRedis, type BridgeRedis } from '../src/redis.js';
+import type { BridgeConfig } from '../src/config/config.js';
+import { Lease } from '../src/redis/lease.js';
+import { BridgeMetrics } from '../src/ops/metrics.js';
+import { Passes } from '../src/bridge/passes/index.js';
+import { LeaseKeeper } from '../src/bridge/lease-keeper.js';
+import { KafkaPublisher } from '../src/kafka/publisher.js';
+import { accountKeys, connectRedis, type BridgeRedis } from '../src/redis/connection.js';
 import { generateBaseReview } from '../src/simulator/data.js';
-import { SnapshotStore } from '../src/snapshot/store.js';
+import { SnapshotStore } from '../src/redis/snapshot-store.js';
 import type { ListOptions, Page, ReviewSource } from '../src/upstream/types.js';
 import { listingRecords, validateRecords } from '../src/upstream/validate.js';
 
@@ -79,7 +79,7 @@ export function uniqueName(prefix: string): string {
 
 /** Writes bench/results/<name>.json and returns its path. */
 export function writeResult(name: string, data: Record<string, unknown>): string {
-  const dir = new URL('./results/', import.meta.url);
+  const dir = new URL('./results', import.meta.url);
   mkdirSync(dir, { recursive: true });
   const file = new URL(`${name}.json`, dir);
   writeFileSync(

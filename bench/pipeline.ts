@@ -1,10 +1,10 @@
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { startApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { accountKeys, connectRedis } from '../src/redis.js';
-import { SnapshotStore } from '../src/snapshot/store.js';
+import { startApp } from '../src/app/app.js';
+import { loadConfig } from '../src/config/config.js';
+import { accountKeys, connectRedis } from '../src/redis/connection.js';
+import { SnapshotStore } from '../src/redis/snapshot-store.js';
 import { PrivateRedis, spawnLogged, runDir } from '../test/helpers/processes.js';
 import {
   benchPasses,

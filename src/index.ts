@@ -25,9 +25,9 @@ export {
   type ReviewEvent,
   type ReviewStatusChangedEvent,
   type ReviewUpdatedEvent,
-} from './events.js';
-export { ReviewSchema, type Review } from './upstream/review.js';
-export { PublishedReviewSchema, type PublishedReview } from './events.js';
+} from './core/events.js';
+export { ReviewSchema, type Review } from './core/review.js';
+export { PublishedReviewSchema, type PublishedReview } from './core/events.js';
 export {
   FeedView,
   ForeignMessageError,
@@ -40,5 +40,5 @@ export {
   type RejectedTransition,
   type ReviewRecord,
   type ReviewView,
-} from './consumer.js';
+} from './consumer/kit.js';
 export { REJECT_KINDS, type RejectKind } from './upstream/types.js';

@@ -1,4 +1,4 @@
-import { ReviewSchema } from './review.js';
+import { ReviewSchema } from '../core/review.js';
 import type { RejectKind } from './types.js';
 
 // Bounds a record must keep before the schema sees it. Valid JSON can still be absurd (a 3 MB text, an updated_date

@@ -1,8 +1,8 @@
-import { readSecret, SecretError, type SecretSource } from '../secrets.js';
+import { readSecret, SecretError, type SecretSource } from '../config/secrets.js';
 
 // Credentials are rotated in the operator's portal and shown once; a running bridge must pick up the new secret
 // without a restart. So the token manager asks a provider every time it fetches a token, and the provider reads
-// its sources afresh on every call (src/secrets.ts re-reads files; mounted Kubernetes secrets are updated in place).
+// its sources afresh on every call (src/config/secrets.ts re-reads files; mounted Kubernetes secrets are updated in place).
 
 /** The client-credentials pair the token endpoint authenticates. */
 export interface ClientCredentials {

@@ -1,4 +1,4 @@
-import { EMAIL_PATTERN } from '../field-policy.js';
+import { EMAIL_PATTERN } from '../core/field-policy.js';
 
 // One error type for everything that can go wrong upstream, so the poller decides on `kind` (fail the pass,
 // alert on 'auth'/'scope', stop on 'cursor_loop') instead of parsing messages. Messages are built from our own

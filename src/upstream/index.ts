@@ -11,4 +11,4 @@ export type { RateLimiterState } from './rate-limiter.js';
 export type { HttpTimeouts } from './http.js';
 export { KNOWN_STATUSES } from './validate.js';
 export * from './types.js';
-export * from './review.js';
+export * from '../core/review.js';

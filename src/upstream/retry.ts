@@ -1,11 +1,11 @@
-import { backoffDelay as delay, type BackoffPolicy } from '../backoff.js';
+import { backoffDelay as delay, type BackoffPolicy } from '../core/backoff.js';
 
-export type { BackoffPolicy } from '../backoff.js';
+export type { BackoffPolicy } from '../core/backoff.js';
 
 /** Upstream retries: 250 ms, 500 ms, 1 s, ... capped at 20 s; six retries span about 30 s at worst. */
 export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 20_000 };
 
-/** Delay before upstream retry number `attempt` (0 for the first retry); see src/backoff.ts. */
+/** Delay before upstream retry number `attempt` (0 for the first retry); see src/core/backoff.ts. */
 export function backoffDelay(attempt: number, policy: BackoffPolicy = DEFAULT_BACKOFF, random = Math.random): number {
   return delay(attempt, policy, random);
 }

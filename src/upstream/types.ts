@@ -1,5 +1,5 @@
-import type { RequestPriority } from '../domain.js';
-import type { Review } from './review.js';
+import type { RequestPriority } from '../core/domain.js';
+import type { Review } from '../core/review.js';
 
 /**
  * Why a record is rejected or dead-lettered: a closed set, decided where the check is made (never parsed back out

@@ -1,6 +1,6 @@
-import { KNOWN_STATUSES as KNOWN_STATUS_NAMES } from '../domain.js';
+import { KNOWN_STATUSES as KNOWN_STATUS_NAMES } from '../core/domain.js';
 import type { z } from 'zod';
-import { ReviewSchema, STATUS_FIELDS, type Review } from './review.js';
+import { ReviewSchema, STATUS_FIELDS, type Review } from '../core/review.js';
 import type { Reject, RejectKind, UpstreamHooks } from './types.js';
 import { UpstreamError } from './errors.js';
 import { DEFAULT_RECORD_LIMITS, checkRecordBounds, type RecordLimits } from './bounds.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ReviewEvent } from '../../src/events.js';
+import type { ReviewEvent } from '../../src/core/events.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { eventually, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
 import { readAll, type ReadMessage } from '../helpers/kafka.js';

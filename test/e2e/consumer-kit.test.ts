@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startExampleConsumer, type ExampleConsumer } from '../../examples/consumer.js';
-import { parseReviewEvent, type RejectedTransition } from '../../src/consumer.js';
-import { createFieldPolicy, DEFAULT_FIELD_POLICY_SPEC } from '../../src/field-policy.js';
+import { parseReviewEvent, type RejectedTransition } from '../../src/consumer/kit.js';
+import { createFieldPolicy, DEFAULT_FIELD_POLICY_SPEC } from '../../src/core/field-policy.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { eventually, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';

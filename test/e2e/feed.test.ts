@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ReviewDeletedEvent, ReviewHeartbeatEvent } from '../../src/events.js';
+import type { ReviewDeletedEvent, ReviewHeartbeatEvent } from '../../src/core/events.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { eventually, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';

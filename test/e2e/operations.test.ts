@@ -1,16 +1,16 @@
 import { spawn } from 'node:child_process';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { leaseHolder } from '../../src/lease.js';
-import { accountKeys, connectRedis } from '../../src/redis.js';
+import { leaseHolder } from '../../src/redis/lease.js';
+import { accountKeys, connectRedis } from '../../src/redis/connection.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { eventually, startTestBridge, testEnv } from '../helpers/bridge.js';
 import { exportedNamesFromText, missingMetrics, usedMetricNames } from '../helpers/dashboard-metrics.js';
 import { readAll } from '../helpers/kafka.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
+const ROOT = new URL('../..', import.meta.url).pathname;
 
 // Running the bridge: health endpoints, graceful shutdown of the real process, two replicas behind the lease.
 

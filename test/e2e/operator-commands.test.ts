@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { accountKeys, connectRedis } from '../../src/redis.js';
+import { accountKeys, connectRedis } from '../../src/redis/connection.js';
 import { startSimulator } from '../../src/simulator/index.js';
-import { SnapshotStore } from '../../src/snapshot/store.js';
+import { SnapshotStore } from '../../src/redis/snapshot-store.js';
 import { testEnv } from '../helpers/bridge.js';
 import { runCli, runCliFull } from '../helpers/processes.js';
 import { redisAddress } from '../helpers/topologies.js';

@@ -2,8 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ReviewEvent } from '../../src/events.js';
-import { EMAIL_PATTERN } from '../../src/field-policy.js';
+import type { ReviewEvent } from '../../src/core/events.js';
+import { EMAIL_PATTERN } from '../../src/core/field-policy.js';
 import {
   bridgeForTest as bridge,
   initialLoadDone,

@@ -1,10 +1,10 @@
 import { onTestFinished } from 'vitest';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/ops/logger.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { startApp, type App, type AppOptions } from '../../src/app.js';
-import { loadConfig, type BridgeConfig } from '../../src/config.js';
-import { accountKeys, connectRedis, redisOptions } from '../../src/redis.js';
-import { SnapshotStore } from '../../src/snapshot/store.js';
+import { startApp, type App, type AppOptions } from '../../src/app/app.js';
+import { loadConfig, type BridgeConfig } from '../../src/config/config.js';
+import { accountKeys, connectRedis, redisOptions } from '../../src/redis/connection.js';
+import { SnapshotStore } from '../../src/redis/snapshot-store.js';
 import { bridgeRedisEnv, kafkaBrokers, uniqueName } from './services.js';
 
 /** A bridge running in the test process against the shared Kafka and Redis, with its own account and topics. */

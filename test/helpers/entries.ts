@@ -1,4 +1,4 @@
-import { fingerprint, type SnapshotEntry } from '../../src/snapshot/entry.js';
+import { fingerprint, type SnapshotEntry } from '../../src/core/snapshot-entry.js';
 
 /** A snapshot entry of review `id` (APPROVED/PENDING, content from the id) written by a page fetched at `observedAt`. */
 export function sampleEntry(id: number, observedAt: number, sequence = 1): SnapshotEntry {

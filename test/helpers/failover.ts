@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { accountKeys } from '../../src/redis.js';
+import { accountKeys } from '../../src/redis/connection.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { startTestBridge, testEnv, topicsOf } from './bridge.js';
 import { CheckpointMonitor, Oracle, readTopics, settle, summary, violations } from './oracle.js';

@@ -1,13 +1,13 @@
 import { pino } from 'pino';
-import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent } from '../../src/events.js';
-import type { LeasePort } from '../../src/lease-keeper.js';
-import { BridgeMetrics } from '../../src/metrics.js';
-import type { PassesSink, PassesSnapshot } from '../../src/passes/index.js';
-import type { DeadLetter } from '../../src/publisher.js';
-import type { SnapshotEntry } from '../../src/snapshot/entry.js';
-import type { Checkpoint, CheckpointUpdate, PassProgress } from '../../src/snapshot/store.js';
-import type { ResyncRequest } from '../../src/resync.js';
-import type { Review } from '../../src/upstream/review.js';
+import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent } from '../../src/core/events.js';
+import type { LeasePort } from '../../src/bridge/lease-keeper.js';
+import { BridgeMetrics } from '../../src/ops/metrics.js';
+import type { PassesSink, PassesSnapshot } from '../../src/bridge/passes/index.js';
+import type { DeadLetter } from '../../src/kafka/publisher.js';
+import type { SnapshotEntry } from '../../src/core/snapshot-entry.js';
+import type { Checkpoint, CheckpointUpdate, PassProgress } from '../../src/redis/snapshot-store.js';
+import type { ResyncRequest } from '../../src/core/resync-request.js';
+import type { Review } from '../../src/core/review.js';
 import type { ListOptions, Page, ReviewSource } from '../../src/upstream/types.js';
 
 // In-memory stand-ins for the ports of the pipeline, the passes and the loop, for unit tests only (integration

@@ -15,7 +15,7 @@ import { freePort } from './processes.js';
 const KAFKA_IMAGE = 'apache/kafka:3.9.1';
 const REDIS_IMAGE = 'redis:7.4.2-alpine';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 interface Started {
   address: string;

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
-import { createFieldPolicy, DEFAULT_FIELD_POLICY_SPEC } from '../../src/field-policy.js';
-import { accountKeys } from '../../src/redis.js';
+import { createFieldPolicy, DEFAULT_FIELD_POLICY_SPEC } from '../../src/core/field-policy.js';
+import { accountKeys } from '../../src/redis/connection.js';
 import { intBetween, mulberry32, pick, type Random } from '../../src/simulator/prng.js';
 import { readAll, type ReadMessage } from './kafka.js';
 import { schemaErrors } from './schemas.js';
@@ -807,7 +807,7 @@ export class CheckpointMonitor {
       [Error | null, unknown],
       [Error | null, number],
     ];
-    // As in src/redis.ts durably(): ioredis does not follow a Cluster redirection for this pipeline by itself.
+    // As in src/redis/connection.ts durably(): ioredis does not follow a Cluster redirection for this pipeline by itself.
     if (err && this.redis instanceof Cluster && /^(MOVED|ASK) /.test(err.message)) this.redis.refreshSlotsCache();
     if (err || waitErr) throw err ?? waitErr;
     if (acked < this.confirmReplicas) return null;

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 // Every process is addressed by its pid; nothing here kills by name.
 
 /** Root of the repository (cwd of every child). */
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Directory for the fault suite's logs and private data (under .run/, git-ignored). */
 export function runDir(name: string): string {

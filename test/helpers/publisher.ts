@@ -1,6 +1,6 @@
 import { pino } from 'pino';
-import type { BridgeConfig } from '../../src/config.js';
-import { KafkaPublisher } from '../../src/publisher.js';
+import type { BridgeConfig } from '../../src/config/config.js';
+import { KafkaPublisher } from '../../src/kafka/publisher.js';
 import { kafkaBrokers, uniqueName } from './services.js';
 
 /** Unique topic names of every kind, for one test file on the shared broker. */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { createServer } from 'node:net';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
-import type { RedisTarget } from '../../src/config.js';
+import type { RedisTarget } from '../../src/config/config.js';
 import { script } from './processes.js';
 
 // The production-shaped topologies of the failover tests, run by the project's scripts on free loopback ports:

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/config.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { leaseHolder } from '../../../src/lease.js';
-import { accountKeys, connectRedis } from '../../../src/redis.js';
+import { leaseHolder } from '../../../src/redis/lease.js';
+import { accountKeys, connectRedis } from '../../../src/redis/connection.js';
 import { startSimulator } from '../../../src/simulator/index.js';
 import { testEnv } from '../../helpers/bridge.js';
 import {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { diffReview } from '../../../src/diff.js';
-import type { ReviewEvent } from '../../../src/events.js';
-import type { SnapshotEntry } from '../../../src/snapshot/entry.js';
+import { diffReview } from '../../../src/core/diff.js';
+import type { ReviewEvent } from '../../../src/core/events.js';
+import type { SnapshotEntry } from '../../../src/core/snapshot-entry.js';
 import { startSimulator, type Simulator } from '../../../src/simulator/index.js';
-import type { Review } from '../../../src/upstream/review.js';
+import type { Review } from '../../../src/core/review.js';
 import type { ReadMessage } from '../../helpers/kafka.js';
 import { Oracle, violations, type Verdict } from '../../helpers/oracle.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { accountKeys } from '../../../src/redis.js';
+import { accountKeys } from '../../../src/redis/connection.js';
 import { FAULT_ROUNDS, faultRounds, runFailover, type Fault } from '../../helpers/failover.js';
 import { waitFor } from '../../helpers/processes.js';
 import { uniqueName } from '../../helpers/services.js';

@@ -11,7 +11,7 @@ import { dashboardQueries, DEPLOY_QUERY_FILES } from '../../helpers/dashboard-me
 // Runs Prometheus' own tooling on the shipped rules, their unit tests, the compose scrape config and every query
 // of the Grafana dashboard. scripts/promtool.sh fetches promtool from Debian's package on first use.
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SCRIPT = join(ROOT, 'scripts/promtool.sh');
 const run = promisify(execFile);
 

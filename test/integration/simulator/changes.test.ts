@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ReviewSchema } from '../../../src/upstream/review.js';
+import { ReviewSchema } from '../../../src/core/review.js';
 import { list, sim, token, walk, type Envelope } from './helpers.js';
 
 // Spec, States and transitions: "when the publication status of a review changes, updated_date is set to the time

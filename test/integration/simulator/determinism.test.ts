@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ReviewSchema } from '../../../src/upstream/review.js';
+import { ReviewSchema } from '../../../src/core/review.js';
 import { sim, token, walk } from './helpers.js';
 
 // Reproducible data: a failing test or benchmark can be rerun against exactly the same upstream.

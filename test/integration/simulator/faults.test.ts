@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { ReviewSchema } from '../../../src/upstream/review.js';
+import { ReviewSchema } from '../../../src/core/review.js';
 import { list, sim, token, walk, type Envelope } from './helpers.js';
 
 // Faults the bridge must survive: server errors, slow answers, bodies cut midway, malformed records, oversized

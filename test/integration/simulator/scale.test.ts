@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ReviewSchema } from '../../../src/upstream/review.js';
+import { ReviewSchema } from '../../../src/core/review.js';
 import { list, sim, token, type Envelope } from './helpers.js';
 
 // A million-review account without gigabytes: base reviews are computed from (seed, id) on demand.

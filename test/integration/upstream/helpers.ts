@@ -3,7 +3,7 @@ import { startSimulator, type Simulator } from '../../../src/simulator/index.js'
 import { createUpstreamClient, type UpstreamClient, type UpstreamClientConfig } from '../../../src/upstream/client.js';
 import { fileOrEnvCredentials } from '../../../src/upstream/credentials.js';
 import type { ListOptions, Page, Reject, UpstreamHooks } from '../../../src/upstream/types.js';
-import type { Review } from '../../../src/upstream/review.js';
+import type { Review } from '../../../src/core/review.js';
 
 // Shared plumbing of the upstream integration tests: a client with recording hooks, and a pass drained to arrays.
 

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BridgeMetrics } from '../../../src/metrics.js';
+import { BridgeMetrics } from '../../../src/ops/metrics.js';
 import {
   exportedNamesFromText,
   missingMetrics,
@@ -9,7 +9,7 @@ import {
   usedMetricNames,
 } from '../../helpers/dashboard-metrics.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
 describe('metric-name extraction', () => {
   it('finds metric names and skips functions, labels, keywords, durations and Grafana variables', () => {

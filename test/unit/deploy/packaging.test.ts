@@ -3,14 +3,14 @@ import { join, posix, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments, stringify as stringifyYaml } from 'yaml';
-import { ENV_VARS, EnvSchema } from '../../../src/config.js';
-import { AccountsFileSchema, PER_ACCOUNT_SETTINGS } from '../../../src/accounts.js';
+import { ENV_VARS, EnvSchema } from '../../../src/config/config.js';
+import { AccountsFileSchema, PER_ACCOUNT_SETTINGS } from '../../../src/config/accounts.js';
 
 // The container image, the compose stack and the Kubernetes manifests cannot run here (no Docker engine, no
 // cluster), so this checks what can be checked statically: they parse, every file they reference exists, images
 // are pinned, and every environment variable they set is one the bridge reads and accepts.
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const read = (p: string): string => readFileSync(join(ROOT, p), 'utf8');
 const KNOWN_ENV = new Set(ENV_VARS);
 const BRIDGE_IMAGE = 'reviews-bridge';
@@ -168,7 +168,7 @@ describe('Dockerfile', () => {
     const pkg = JSON.parse(read('package.json')) as { scripts?: Record<string, string> };
     const build = pkg.scripts?.build ?? '';
     expect(build).toMatch(/^tsc -p tsconfig\.build\.json\b/);
-    // tsc emits only JavaScript: files the code reads beside its modules (src/lua/*.lua) must be copied by the
+    // tsc emits only JavaScript: files the code reads beside its modules (src/redis/lua/*.lua) must be copied by the
     // build script or by the Dockerfile, or the image fails at run time.
     const assetDirs = new Set(
       walk('src')

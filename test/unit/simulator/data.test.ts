@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BASE_EPOCH_MS, baseUpdatedDate, generateBaseReview, generateNewReview } from '../../../src/simulator/data.js';
 import { hash32, mulberry32 } from '../../../src/simulator/prng.js';
-import { ReviewSchema } from '../../../src/upstream/review.js';
+import { ReviewSchema } from '../../../src/core/review.js';
 
 const seedArb = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
 const idArb = fc.integer({ min: 1, max: 100_000_000 });

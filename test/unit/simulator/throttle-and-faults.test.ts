@@ -11,7 +11,7 @@ import {
 import { generateBaseReview } from '../../../src/simulator/data.js';
 import { TokenBucket } from '../../../src/simulator/rate-limit.js';
 import { TokenRegistry } from '../../../src/simulator/tokens.js';
-import { ReviewSchema } from '../../../src/upstream/review.js';
+import { ReviewSchema } from '../../../src/core/review.js';
 
 describe('TokenBucket', () => {
   it('lets a burst through, then refuses until refilled', () => {

@@ -9,7 +9,7 @@ import {
 } from '../../../src/upstream/bounds.js';
 import { validateRecords } from '../../../src/upstream/validate.js';
 import { REJECT_KINDS } from '../../../src/upstream/types.js';
-import { encodeEntry, decodeEntry, fingerprint } from '../../../src/snapshot/entry.js';
+import { encodeEntry, decodeEntry, fingerprint } from '../../../src/core/snapshot-entry.js';
 import { firstDiff } from '../../helpers/first-diff.js';
 
 const NOW = Date.UTC(2026, 10, 23, 12);

@@ -1,0 +1,232 @@
+import type { Logger } from 'pino';
+import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
+import { AccountBridge, type AccountOptions } from './account.js';
+import { Allotment } from '../bridge/allotment.js';
+import type { BridgeConfig } from '../config/config.js';
+import { replicaId } from '../redis/lease.js';
+import type { LoopHealth } from '../bridge/loop.js';
+import { mergedMetrics, type BridgeMetrics } from '../ops/metrics.js';
+import { startOpsServer, type OpsServer, type ReadinessResult } from '../ops/http-server.js';
+import { accountKeys, connectRedis, redisOptions, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
+import { SnapshotStore } from '../redis/snapshot-store.js';
+
+// The composition root: builds every adapter from the configuration and wires them into the loops, one per
+// account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
+// modules; each of them knows only the interfaces it is handed.
+
+export { passesFromConfig, upstreamFromConfig } from './account.js';
+
+/** A running bridge process. */
+export interface App {
+  /** The accounts of the process, by id (one without an accounts file). */
+  accounts: ReadonlyMap<string, AccountBridge>;
+  /** The first (or only) account's loop and metrics: what single-account tools and tests look at. */
+  loop: AccountBridge['loop'];
+  metrics: BridgeMetrics;
+  ops: OpsServer;
+  /** The balance of leadership across replicas (several accounts), else null. */
+  allotment: Allotment | null;
+  /** This replica's id in the replica registry and in lease values. */
+  replica: string;
+  /** Graceful stop: abandon the pages in flight, flush, release the leases, close connections. */
+  stop(): Promise<void>;
+}
+
+/** Options for tests and tools; production uses none. */
+export type AppOptions = AccountOptions;
+
+/** The Redis client and key layout of the configured account (commands that act on one account). */
+export function redisFromConfig(config: BridgeConfig): {
+  redis: BridgeRedis;
+  store: SnapshotStore;
+  keys: ReturnType<typeof accountKeys>;
+} {
+  const redis = connectRedis(config.redis, redisOptions(config.redis), config.redis.password);
+  const keys = accountKeys(config.redis.keyPrefix, config.account);
+  return { redis, store: new SnapshotStore(redis, keys), keys };
+}
+
+/**
+ * Starts the ops server and every account (each connects Kafka, retrying until it answers, then runs its loop).
+ * Process-wide settings (Redis, Kafka, HTTP) are the first account's: loadAccounts makes them the same for all.
+ */
+export async function startApp(
+  configs: BridgeConfig | readonly BridgeConfig[],
+  logger: Logger,
+  options: AppOptions = {},
+): Promise<App> {
+  const list = Array.isArray(configs) ? (configs as readonly BridgeConfig[]) : [configs as BridgeConfig];
+  const first = list[0];
+  if (!first) throw new Error('startApp: no account to run');
+  const several = list.length > 1;
+  const redis = connectRedis(first.redis, redisOptions(first.redis), first.redis.password);
+
+  const processRegistry = new Registry();
+  const replica = replicaId();
+  // The registry and the leases carry one replica id, so `status` can tell which replica leads which account.
+  const allotment = several
+    ? new Allotment(replicaRegistry(redis, first.redis.keyPrefix), {
+        replica,
+        accounts: list.length,
+        ttlMs: Math.max(...list.map((c) => c.lease.ttlMs)),
+        logger,
+      })
+    : null;
+  const accounts = new Map<string, AccountBridge>();
+  for (const config of list) {
+    const bridge = new AccountBridge(
+      config,
+      {
+        redis,
+        replica,
+        logger: several ? logger.child({ account: config.account }) : logger,
+        processMetrics: !several,
+        probesKafka: config === first,
+        gate: allotment ? (lease, account) => allotment.gate(lease, account) : undefined,
+      },
+      options,
+    );
+    accounts.set(config.account, bridge);
+  }
+  const firstBridge = accounts.get(first.account)!;
+  if (several) {
+    collectDefaultMetrics({ register: processRegistry });
+    fleetGauges(processRegistry, allotment!);
+    await allotment!.start();
+  }
+
+  const checkUpstream = cache();
+  const ops = await startOpsServer({
+    host: first.http.host,
+    port: first.http.port,
+    metrics: mergedMetrics(() => [
+      ...(several ? [processRegistry] : []),
+      ...[...accounts.values()].map((a) => a.metrics.registry),
+    ]),
+    logger,
+    liveness: () => {
+      const loops = [...accounts.values()].map((a) => ({ account: a.account, ...a.health() }));
+      const stuck = loops.filter((h) => !h.ok);
+      return {
+        ok: stuck.length === 0,
+        detail: several
+          ? { accounts: loops.length, stuck: stuck.map((h) => h.account), ...roles(loops) }
+          : { ...loops[0], account: undefined },
+      };
+    },
+    readiness: async (): Promise<ReadinessResult> => {
+      const all = [...accounts.values()];
+      const [redisOk, kafkaOk, credentials, pausedSince] = await Promise.all([
+        redis.ping().then(
+          () => true,
+          () => false,
+        ),
+        checkUpstream('kafka', () =>
+          firstBridge.kafkaConnected ? firstBridge.publisher.ping() : Promise.reject(new Error('connecting')),
+        ),
+        Promise.all(all.map((a) => checkUpstream(`upstream:${a.account}`, () => a.source.checkCredentials(), 60_000))),
+        // Reported for the single account only (several accounts each have their pause flag).
+        several ? null : firstBridge.store.pausedSince().catch(() => null),
+      ]);
+      const loops = all.map((a) => a.health());
+      const starting = loops.every((h) => h.role === 'starting');
+      if (!several) {
+        const role = loops[0]!.role;
+        return {
+          ok: redisOk && kafkaOk && credentials[0]! && role !== 'starting',
+          checks: {
+            redis: redisOk,
+            kafka: kafkaOk,
+            upstream_credentials: credentials[0]!,
+            role,
+            paused: pausedSince !== null,
+          },
+        };
+      }
+      // One account's bad credentials must not take the whole process out of service (every other account would
+      // stop with it on a rollout): they are reported by account and in the metrics, not in `ok`.
+      const refused = all.filter((_, i) => !credentials[i]).map((a) => a.account);
+      return {
+        ok: redisOk && kafkaOk && !starting,
+        checks: {
+          redis: redisOk,
+          kafka: kafkaOk,
+          accounts: String(all.length),
+          leading: String(loops.filter((h) => h.role === 'leader').length),
+          upstream_credentials_refused: refused.join(',') || 'none',
+        },
+      };
+    },
+  });
+
+  firstBridge.start();
+  for (const bridge of accounts.values()) bridge.start(firstBridge.running());
+
+  const stop = async () => {
+    // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
+    // and take each lease the moment it is released.
+    await allotment?.stop();
+    await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
+    await ops.close();
+    await redis.quit().catch(() => redis.disconnect());
+  };
+  return {
+    accounts,
+    loop: firstBridge.loop,
+    metrics: firstBridge.metrics,
+    ops,
+    allotment,
+    replica,
+    stop,
+  };
+}
+
+function roles(loops: readonly LoopHealth[]): Record<string, number> {
+  const count: Record<string, number> = { leader: 0, standby: 0, starting: 0 };
+  for (const h of loops) count[h.role] = (count[h.role] ?? 0) + 1;
+  return count;
+}
+
+/** The fleet's own gauges, read at scrape time. */
+function fleetGauges(registry: Registry, allotment: Allotment): void {
+  new Gauge({
+    name: 'reviews_bridge_replicas_live',
+    help: 'Replicas of this deployment seen live in the Redis registry (this one included).',
+    registers: [registry],
+    collect() {
+      this.set(allotment.replicas().length);
+    },
+  });
+  new Gauge({
+    name: 'reviews_bridge_accounts_share',
+    help: 'The most accounts this replica leads: ceil(accounts / live replicas).',
+    registers: [registry],
+    collect() {
+      this.set(allotment.share());
+    },
+  });
+  new Gauge({
+    name: 'reviews_bridge_accounts_led',
+    help: 'Accounts whose lease this replica holds now.',
+    registers: [registry],
+    collect() {
+      this.set(allotment.held());
+    },
+  });
+}
+
+/** Caches a boolean health check for `ttlMs` so probes stay cheap. */
+function cache(defaultTtlMs = 5_000) {
+  const entries = new Map<string, { at: number; ok: boolean; ttl: number }>();
+  return async (name: string, check: () => Promise<unknown>, ttlMs = defaultTtlMs): Promise<boolean> => {
+    const hit = entries.get(name);
+    if (hit && Date.now() - hit.at < hit.ttl) return hit.ok;
+    const ok = await check().then(
+      () => true,
+      () => false,
+    );
+    // A failure is re-checked sooner than a success so that readiness recovers quickly.
+    entries.set(name, { at: Date.now(), ok, ttl: ok ? ttlMs : Math.min(ttlMs, 2_000) });
+    return ok;
+  };
+}

@@ -1,0 +1,322 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { backoffDelay, type BackoffPolicy } from '../core/backoff.js';
+import type { BridgeMetrics } from '../ops/metrics.js';
+import { LeaseKeeper, type LeasePort } from './lease-keeper.js';
+import type { FullScanRun, PassRunner } from './passes/index.js';
+import { ReplicationError } from '../redis/connection.js';
+import { FencedError } from '../redis/snapshot-store.js';
+import type { ResyncRequest } from '../core/resync-request.js';
+import { errorKind } from '../ops/logger.js';
+
+// The long-running loop of one replica: lead or stand by, run the initial load, then incremental polls on their
+// interval with the reconciliation sweep advancing a page at a time in between (so the sweep always yields the
+// upstream's rate budget to polls). Any failure abandons the pass without committing it and retries with backoff.
+
+/** Timing of the loop. */
+export interface LoopTiming {
+  /** Time between poll starts while a full scan runs (the scan gets the rest of the rate budget). */
+  pollIntervalMs: number;
+  /** Time between poll starts while no full scan runs: the budget is idle, so polls take more of it. */
+  pollMinIntervalMs?: number;
+  /** 0 disables scheduled sweeps (on-demand ones still run). */
+  sweepIntervalMs: number;
+  leaseTtlMs: number;
+  /** Upper bound of the backoff after a failed pass. */
+  maxBackoffMs?: number;
+  /** Time between heartbeats while leading (0 or absent: none). */
+  heartbeatIntervalMs?: number;
+}
+
+/** What the loop drives; every dependency is a small port so that unit tests run it on fakes. */
+export interface LoopDeps {
+  passes: PassRunner;
+  lease: LeasePort;
+  metrics: Pick<BridgeMetrics, 'passFinished' | 'setLeadership' | 'setPaused'>;
+  logger: Logger;
+  timing: LoopTiming;
+  clock?: () => number;
+}
+
+/** Liveness as the ops server reports it. */
+export interface LoopHealth {
+  ok: boolean;
+  role: 'leader' | 'standby' | 'starting';
+  lastTickAgeSeconds: number;
+  /** The kind of the last failure (an error class or upstream error kind), never its message. */
+  lastError: string | null;
+}
+
+/** How often the leader reads the pause flag: pause and resume take effect within this time. */
+const PAUSE_CHECK_MS = 1_000;
+
+/** Backoff after failed passes: 1 s doubling to 30 s (or the configured cap), never below half the step. */
+const PASS_BACKOFF: BackoffPolicy = { baseMs: 1_000, capMs: 30_000, jitter: 'equal' };
+
+/**
+ * Backoff while Redis lacks the replica a write must reach (after a failover, until the old primary has resynced
+ * as the new one's replica): nothing is wrong with the work, so retry at a short flat pace instead of backing off
+ * to 30 s, or the bridge would stay idle long after the replica is back. WAIT itself already waits its timeout.
+ */
+const REPLICA_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 1_000, jitter: 'equal' };
+
+/** One replica's poll loop. */
+export class BridgeLoop {
+  private readonly stopController = new AbortController();
+  private workController = new AbortController();
+  private running: Promise<void> | null = null;
+  private fullScan: FullScanRun | null = null;
+  private fullScanStartedAt = 0;
+  private nextPollAt = 0;
+  private initialDone = false;
+  private failures = 0;
+  /** The last failure was a write no replica acknowledged (see REPLICA_BACKOFF). */
+  private awaitingReplica = false;
+  private lastTick: number;
+  private lastError: string | null = null;
+  private role: LoopHealth['role'] = 'starting';
+  private readonly keeper: LeaseKeeper;
+  private readonly clock: () => number;
+  private paused: { checkedAt: number; since: number | null } = { checkedAt: -Infinity, since: null };
+  /** A resync taken from Redis and not completed yet: kept to run again after a failure. */
+  private resync: ResyncRequest | null = null;
+  private nextHeartbeatAt = 0;
+  private heartbeatInFlight = false;
+
+  constructor(private readonly deps: LoopDeps) {
+    this.clock = deps.clock ?? Date.now;
+    this.lastTick = this.clock();
+    this.keeper = new LeaseKeeper(deps.lease, {
+      periodMs: Math.max(200, deps.timing.leaseTtlMs / 3),
+      logger: deps.logger,
+      onLost: () => this.workController.abort(new Error('lease lost')),
+    });
+  }
+
+  /** Starts the loop in the background. */
+  start(): void {
+    if (this.running) return;
+    this.keeper.start();
+    this.running = this.loop();
+  }
+
+  /** Stops polling, abandons the upstream request in flight, lets a publish/commit in flight finish. */
+  async stop(): Promise<void> {
+    this.stopController.abort();
+    this.workController.abort();
+    await this.running;
+    await this.abandonFullScan();
+    // The page in flight finishes (publish and commit) before the lease goes.
+    await this.deps.passes.settle();
+    await this.handBackResync();
+    await this.keeper.release().catch((err: unknown) => this.deps.logger.warn({ err }, 'lease release failed'));
+    this.deps.metrics.setLeadership('standby', 0);
+  }
+
+  /** Liveness: the loop has ticked recently (it ticks at least every poll interval and lease period). */
+  health(): LoopHealth {
+    const { pollIntervalMs, leaseTtlMs } = this.deps.timing;
+    const age = (this.clock() - this.lastTick) / 1000;
+    const limit = (Math.max(pollIntervalMs, leaseTtlMs) * 4 + 120_000) / 1000;
+    return { ok: age < limit, role: this.role, lastTickAgeSeconds: age, lastError: this.lastError };
+  }
+
+  private get stopping(): boolean {
+    return this.stopController.signal.aborted;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      this.lastTick = this.clock();
+      let epoch = this.keeper.epoch();
+      try {
+        if (epoch === 0) epoch = await this.keeper.renewNow();
+      } catch (err) {
+        this.fail(err, 'lease');
+        await this.pause(this.backoffMs());
+        continue;
+      }
+      if (epoch === 0) {
+        this.becomes('standby', 0);
+        await this.abandonFullScan();
+        await this.handBackResync();
+        await this.pause(this.deps.timing.leaseTtlMs / 3);
+        continue;
+      }
+      this.becomes('leader', epoch);
+      if (this.workController.signal.aborted) this.workController = new AbortController();
+      try {
+        const paused = await this.pausedNow();
+        this.heartbeat(epoch, paused);
+        if (paused) {
+          // No upstream request while paused; the sweep resumes from its checkpoint on resume.
+          await this.abandonFullScan();
+          await this.pause(Math.min(this.deps.timing.pollIntervalMs, PAUSE_CHECK_MS));
+          continue;
+        }
+        const waitMs = await this.work(epoch, this.workController.signal);
+        this.failures = 0;
+        this.awaitingReplica = false;
+        if (waitMs > 0) await this.pause(waitMs);
+      } catch (err) {
+        await this.abandonFullScan();
+        if (this.stopping) break;
+        if (this.keeper.epoch() === 0 && this.workController.signal.aborted) {
+          // The lease went (handed over to balance the replicas, or taken): the pass was abandoned on purpose.
+          this.deps.logger.info({ epoch }, 'pass abandoned: the lease is no longer held here');
+          continue;
+        }
+        this.fail(err, 'pass');
+        await this.pause(this.backoffMs());
+      }
+    }
+  }
+
+  /** Does the next piece of work; resolves how long to wait before the next one. */
+  private async work(epoch: number, signal: AbortSignal): Promise<number> {
+    const { passes, metrics, timing, logger } = this.deps;
+    const now = this.clock();
+
+    // The checkpoint is read only between full scans: while one runs, the loop already knows where it stands.
+    if (!this.fullScan) {
+      const ckpt = await passes.checkpoint();
+      this.initialDone = ckpt.initialDone;
+      const requested = ckpt.initialDone ? await passes.takeSweepRequest() : false;
+      const due =
+        timing.sweepIntervalMs > 0 && ckpt.lastSweepAt !== null && now - ckpt.lastSweepAt >= timing.sweepIntervalMs;
+      if (!ckpt.initialDone || ckpt.sweep !== null || requested || due) {
+        this.fullScan = await passes.openFullScan(epoch, signal);
+        this.fullScanStartedAt = now;
+        logger.info({ kind: this.fullScan.type, requested, due }, 'sweep started');
+      } else if ((this.resync ??= await passes.takeResync())) {
+        this.fullScan = await passes.openResync(epoch, signal, this.resync);
+        this.fullScanStartedAt = now;
+        logger.info({ id: this.resync.id, scope: this.resync.scope.kind }, 'resync started');
+      }
+    }
+
+    // Incremental polls need the watermark the initial load leaves; after that they come first.
+    if (this.initialDone && now >= this.nextPollAt) {
+      const intervalMs = this.fullScan ? timing.pollIntervalMs : (timing.pollMinIntervalMs ?? timing.pollIntervalMs);
+      this.nextPollAt = now + intervalMs;
+      const t0 = this.clock();
+      try {
+        const summary = await passes.incremental(epoch, signal);
+        metrics.passFinished('incremental', 'ok', (this.clock() - t0) / 1000);
+        if (summary.events > 0) logger.info({ kind: 'incremental', ...summary }, 'poll committed');
+      } catch (err) {
+        metrics.passFinished('incremental', signal.aborted ? 'aborted' : 'error', (this.clock() - t0) / 1000);
+        throw err;
+      }
+      return 0;
+    }
+
+    if (this.fullScan) {
+      const scan = this.fullScan;
+      let more: boolean;
+      try {
+        more = await scan.step();
+      } catch (err) {
+        metrics.passFinished(scan.type, signal.aborted ? 'aborted' : 'error', this.fullScanSeconds());
+        throw err;
+      }
+      if (!more) {
+        this.fullScan = null;
+        if (scan.type === 'resync') this.resync = null;
+        metrics.passFinished(scan.type, 'ok', this.fullScanSeconds());
+        logger.info({ kind: scan.type, ...scan.summary }, 'sweep completed');
+        if (scan.type === 'initial') {
+          this.initialDone = true;
+          this.nextPollAt = 0;
+        }
+      }
+      return 0;
+    }
+    return Math.max(0, Math.min(this.nextPollAt - this.clock(), timing.leaseTtlMs / 3));
+  }
+
+  /** Whether an operator paused the bridge; read from Redis at most every PAUSE_CHECK_MS, not on every page. */
+  private async pausedNow(): Promise<boolean> {
+    const now = this.clock();
+    if (now - this.paused.checkedAt >= PAUSE_CHECK_MS) {
+      const since = await this.deps.passes.pausedSince();
+      if ((since !== null) !== (this.paused.since !== null)) {
+        this.deps.logger.info({ paused: since !== null }, since !== null ? 'paused by an operator' : 'resumed');
+      }
+      this.paused = { checkedAt: now, since };
+      this.deps.metrics.setPaused(since !== null);
+    }
+    return this.paused.since !== null;
+  }
+
+  /** Sends a heartbeat when one is due, in the background: a slow Kafka must not hold up the passes. */
+  private heartbeat(epoch: number, paused: boolean): void {
+    const interval = this.deps.timing.heartbeatIntervalMs ?? 0;
+    const now = this.clock();
+    if (interval <= 0 || now < this.nextHeartbeatAt || this.heartbeatInFlight) return;
+    this.nextHeartbeatAt = now + interval;
+    this.heartbeatInFlight = true;
+    this.deps.passes
+      .heartbeat(epoch, paused)
+      .catch((err: unknown) => this.deps.logger.warn({ err }, 'heartbeat not sent'))
+      .finally(() => (this.heartbeatInFlight = false));
+  }
+
+  /** A resync this replica took but will not finish goes back to Redis for whoever leads next. */
+  private async handBackResync(): Promise<void> {
+    const request = this.resync;
+    if (!request) return;
+    this.resync = null;
+    await this.deps.passes
+      .requeueResync(request)
+      .catch((err: unknown) => this.deps.logger.error({ err, id: request.id }, 'a resync request was lost'));
+  }
+
+  private fullScanSeconds(): number {
+    return (this.clock() - this.fullScanStartedAt) / 1000;
+  }
+
+  /** Drops the full scan in progress (it resumes from its checkpoint) and closes its page iterator. */
+  private async abandonFullScan(): Promise<void> {
+    const scan = this.fullScan;
+    this.fullScan = null;
+    await scan?.close().catch((err: unknown) => this.deps.logger.warn({ err }, 'closing the sweep failed'));
+  }
+
+  private becomes(role: 'leader' | 'standby', epoch: number): void {
+    if (this.role !== role) this.deps.logger.info({ role, epoch }, role === 'leader' ? 'leading' : 'standing by');
+    this.role = role;
+    this.deps.metrics.setLeadership(role, epoch);
+  }
+
+  private fail(err: unknown, where: string): void {
+    this.failures += 1;
+    this.lastError = errorKind(err);
+    if (err instanceof ReplicationError) {
+      // Expected for seconds after every Redis failover: one warning when it starts, not an error a second.
+      if (!this.awaitingReplica) this.deps.logger.warn({ err, where }, 'waiting for a Redis replica to acknowledge');
+      this.awaitingReplica = true;
+      return;
+    }
+    this.awaitingReplica = false;
+    const fenced = err instanceof FencedError;
+    this.deps.logger.error(
+      { err, where, failures: this.failures, fenced },
+      fenced ? 'another replica took over; commit refused' : 'pass failed; nothing committed past the last page',
+    );
+  }
+
+  private backoffMs(): number {
+    if (this.awaitingReplica) return backoffDelay(this.failures - 1, REPLICA_BACKOFF);
+    const capMs = this.deps.timing.maxBackoffMs ?? PASS_BACKOFF.capMs;
+    return backoffDelay(this.failures - 1, { ...PASS_BACKOFF, capMs });
+  }
+
+  private async pause(ms: number): Promise<void> {
+    try {
+      await sleep(ms, undefined, { signal: this.stopController.signal });
+    } catch {
+      // Stop requested: the loop condition ends the loop.
+    }
+  }
+}

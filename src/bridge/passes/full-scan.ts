@@ -1,0 +1,120 @@
+import { SeenIds } from '../../core/deletion.js';
+import type { LongPassType } from '../../core/domain.js';
+import type { PagePipeline, PassSummary } from '../pipeline.js';
+import type { Checkpoint, CheckpointUpdate } from '../../redis/snapshot-store.js';
+import type { Page, ReviewSource } from '../../upstream/types.js';
+import { progressOf } from '../../core/progress.js';
+import { UpstreamError } from '../../upstream/errors.js';
+import type { PassContext } from './context.js';
+import { detectDeletions, type DeletionDeps } from './deletions.js';
+
+// A full scan reads the whole listing from a resumable cursor: the initial load of an empty snapshot, or the
+// reconciliation sweep that catches what polls missed. It advances one page per step so that incremental polls
+// can cut in between pages, and checkpoints its cursor so that a restart resumes instead of starting over.
+
+/** A full scan (or a resync) in progress: the loop steps it a page at a time between polls. */
+export interface FullScanRun {
+  readonly type: LongPassType;
+  /** Totals so far. */
+  readonly summary: PassSummary;
+  /** Processes the next page; resolves false when the scan has completed and been committed. */
+  step(): Promise<boolean>;
+  /** Abandons the scan: closes the page iterator (its abort listeners and prefetch). The checkpoint keeps the cursor. */
+  close(): Promise<void>;
+}
+
+// Unchanged pages commit their cursor at most this often: re-reading a few unchanged pages after a crash is
+// harmless, and skipping the write keeps the unchanged path to one Redis round trip a page.
+const CURSOR_COMMIT_INTERVAL_MS = 1_000;
+
+/** Starts or resumes (from its checkpointed cursor) a full scan; the initial load when the snapshot is empty. */
+export async function openFullScan(
+  ctx: PassContext,
+  pipeline: PagePipeline,
+  source: ReviewSource,
+  epoch: number,
+  signal: AbortSignal,
+  deletion: DeletionDeps | null = null,
+): Promise<FullScanRun> {
+  await pipeline.settle();
+  const ckpt = await pipeline.deps.snapshot.checkpoint();
+  let state: NonNullable<Checkpoint['sweep']>;
+  const run = pipeline.open(ckpt.sweep?.kind ?? (ckpt.initialDone ? 'sweep' : 'initial'), epoch);
+  if (ckpt.sweep === null) {
+    state = { kind: ckpt.initialDone ? 'sweep' : 'initial', cursor: null, startedAt: ctx.clock(), seen: 0 };
+    await run.commit({ sweep: state });
+  } else {
+    state = ckpt.sweep;
+    pipeline.deps.logger.info({ kind: state.kind, seen: state.seen }, 'resuming sweep from its checkpoint');
+  }
+  const scan = state;
+  // Only a sweep that lists every page in this run can tell deletions: a resumed one did not see the pages
+  // before its cursor, and a record whose id could not be read might be any review.
+  const fromStart = scan.cursor === null && scan.seen === 0;
+  const seen = deletion && scan.kind === 'sweep' && fromStart ? new SeenIds() : null;
+  let complete = seen !== null;
+  const listing = source.pages({ cursor: scan.cursor, kind: 'sweep', signal });
+  const pages: AsyncIterator<Page> = listing[Symbol.asyncIterator]();
+  let lastCursorCommit = ctx.clock();
+  let closed = false;
+  // The snapshot's size estimates the scan's total (none for the initial load of an empty snapshot).
+  const estimatedTotal = scan.kind === 'initial' ? null : await pipeline.deps.snapshot.size();
+  const progress = () => {
+    ctx.metrics.sweepProgress(scan.seen, true);
+    const sample = { seen: scan.seen, estimatedTotal, startedAt: scan.startedAt, now: ctx.clock() };
+    ctx.metrics.passProgress(scan.kind, progressOf(sample).fraction);
+  };
+  progress();
+  return {
+    type: scan.kind,
+    summary: run.summary,
+    step: async () => {
+      const next = await pages.next().catch(async (err: unknown) => {
+        // An expired or invalid checkpointed cursor would fail from the same place for ever: the scan starts over.
+        if (err instanceof UpstreamError && err.kind === 'cursor_invalid') {
+          await run.settle();
+          await run.commit({ sweep: { kind: scan.kind, cursor: null, startedAt: ctx.clock(), seen: 0 } });
+          pipeline.deps.logger.warn({ kind: scan.kind }, 'the listing refused the sweep cursor; the sweep starts over');
+        }
+        throw err;
+      });
+      if (next.done) {
+        closed = true;
+        const now = ctx.clock();
+        // The initial load covers everything changed before it started; polls take over from there.
+        const update: CheckpointUpdate = { sweep: null, lastSweepAt: now, initialDone: true };
+        if (deletion && seen && complete) {
+          await run.settle();
+          await detectDeletions(pipeline, deletion, epoch, (id) => seen.has(id), scan.startedAt);
+        }
+        if (scan.kind === 'initial') update.watermark = scan.startedAt;
+        await run.commit(update);
+        if (update.watermark !== undefined) ctx.metrics.setWatermark(update.watermark);
+        ctx.metrics.sweepProgress(scan.seen, false);
+        ctx.metrics.passProgress(scan.kind, null);
+        return false;
+      }
+      const page = next.value;
+      scan.cursor = page.nextCursor;
+      scan.seen += page.reviews.length + page.rejects.length;
+      if (seen) {
+        for (const review of page.reviews) seen.add(review.id);
+        for (const reject of page.rejects) {
+          const id = reject.id === null ? NaN : Number(reject.id);
+          if (Number.isSafeInteger(id)) seen.add(id);
+          else complete = false;
+        }
+      }
+      const due = ctx.clock() - lastCursorCommit >= CURSOR_COMMIT_INTERVAL_MS;
+      const committed = await run.submit(page, { checkpoint: { sweep: { ...scan } }, commitIfUnchanged: due });
+      if (committed) lastCursorCommit = ctx.clock();
+      progress();
+      return true;
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await pages.return?.();
+    },
+  };
+}

@@ -1,0 +1,36 @@
+import type { PagePipeline, PassSummary } from '../pipeline.js';
+import type { ReviewSource } from '../../upstream/types.js';
+import type { PassContext } from './context.js';
+
+// An incremental poll: every review changed since the watermark minus the overlap window, through the pipeline.
+// The watermark moves only when the whole poll is committed, to the largest updated_date seen but never past the
+// poll's start: a change made while the poll was paging (behind its position in an unknown sort order) is then
+// still ahead of the next poll.
+
+/** Runs one incremental poll under `epoch`; resolves its totals once the new watermark is committed. */
+export async function runIncrementalPoll(
+  ctx: PassContext,
+  pipeline: PagePipeline,
+  source: ReviewSource,
+  epoch: number,
+  signal: AbortSignal,
+): Promise<PassSummary> {
+  const started = ctx.clock();
+  // A sweep page still in flight commits first (its failure stays the sweep's), so the checkpoint read is current.
+  await pipeline.settle();
+  const run = pipeline.open('incremental', epoch);
+  const ckpt = await pipeline.deps.snapshot.checkpoint();
+  if (!ckpt.initialDone || ckpt.watermark === null) throw new Error('incremental poll before the initial load');
+  let maxSeen = ckpt.watermark;
+  const since = Math.max(0, ckpt.watermark - ctx.overlapMs);
+  for await (const page of source.pages({ updatedSince: since, kind: 'incremental', signal })) {
+    for (const r of page.reviews) maxSeen = Math.max(maxSeen, r.updated_date);
+    await run.submit(page);
+  }
+  const now = ctx.clock();
+  const watermark = Math.min(maxSeen, started);
+  await run.commit({ watermark, lastIncrementalAt: now });
+  ctx.metrics.setWatermark(Math.max(ckpt.watermark, watermark));
+  ctx.metrics.incrementalPollCompleted(new Date(now));
+  return run.summary;
+}

@@ -1,0 +1,147 @@
+import { PagePipeline, type PassSummary, type PipelineDeps, type SnapshotPort } from '../pipeline.js';
+import type { EventSink } from '../../kafka/publisher.js';
+import { heartbeatEvent, type ReviewHeartbeatEvent } from '../../core/events.js';
+import type { Checkpoint } from '../../redis/snapshot-store.js';
+import type { ReviewSource } from '../../upstream/types.js';
+import type { PassContext } from './context.js';
+import type { DeletionDeps, DeletionSink, DeletionSnapshot } from './deletions.js';
+import { openFullScan, type FullScanRun } from './full-scan.js';
+import { runIncrementalPoll } from './incremental.js';
+import { openResync, type ResyncProgressSink } from './resync.js';
+import type { ResyncRequest } from '../../core/resync-request.js';
+
+export type { FullScanRun } from './full-scan.js';
+export type { PassContext } from './context.js';
+
+/** What the loop asks of the passes; unit tests of the loop give it a fake. */
+export interface PassRunner {
+  checkpoint(): Promise<Checkpoint>;
+  /** Takes (and clears) an operator's request for a sweep. */
+  takeSweepRequest(): Promise<boolean>;
+  incremental(epoch: number, signal: AbortSignal): Promise<PassSummary>;
+  openFullScan(epoch: number, signal: AbortSignal): Promise<FullScanRun>;
+  /** Waits for the page in flight to be published and committed (graceful stop). */
+  settle(): Promise<void>;
+  /** Takes an operator's pending resync request (an unreadable one is dropped and logged). */
+  takeResync(): Promise<ResyncRequest | null>;
+  openResync(epoch: number, signal: AbortSignal, request: ResyncRequest): Promise<FullScanRun>;
+  /** Puts back a resync this replica took but did not complete (it stops leading), for the next leader. */
+  requeueResync(request: ResyncRequest): Promise<void>;
+  /** Since when an operator has paused the bridge (ms), or null. */
+  pausedSince(): Promise<number | null>;
+  /** Publishes a heartbeat: the watermark and the last complete poll, under `epoch`. */
+  heartbeat(epoch: number, paused: boolean): Promise<void>;
+}
+
+/** The snapshot operations of the pipeline and of deletion detection, plus the operator's sweep requests. */
+export interface PassesSnapshot extends SnapshotPort, DeletionSnapshot, ResyncProgressSink {
+  takeSweepRequest(): Promise<boolean>;
+  takeResyncRequest(): Promise<ResyncRequest | 'invalid' | null>;
+  requestResync(request: ResyncRequest): Promise<void>;
+  pausedSince(): Promise<number | null>;
+}
+
+/** Where the passes publish: change events and dead letters, and deletions. */
+export interface PassesSink extends EventSink, DeletionSink {
+  publishHeartbeat(event: ReviewHeartbeatEvent): Promise<void>;
+}
+
+/** Settings of the passes. */
+export interface PassesOptions {
+  /** How far before the watermark incremental polls start. */
+  overlapMs: number;
+  metrics: PassContext['metrics'] & DeletionDeps['metrics'];
+  /** Deletion detection at the end of complete sweeps: the guard's fraction, or null when it is off. */
+  deleteMaxFraction: number | null;
+  /** The account, as heartbeats name it. */
+  account: string;
+}
+
+/** The passes of one account over one pipeline and one upstream. */
+export class Passes implements PassRunner {
+  readonly pipeline: PagePipeline;
+  private readonly ctx: PassContext;
+  private readonly snapshot: PassesSnapshot;
+  private readonly deletion: DeletionDeps | null;
+  private readonly sink: PassesSink;
+  private readonly account: string;
+
+  constructor(
+    deps: PipelineDeps & { snapshot: PassesSnapshot; sink: PassesSink },
+    private readonly source: ReviewSource,
+    options: PassesOptions,
+  ) {
+    this.pipeline = new PagePipeline(deps);
+    this.snapshot = deps.snapshot;
+    this.sink = deps.sink;
+    this.account = options.account;
+    this.ctx = { overlapMs: options.overlapMs, metrics: options.metrics, clock: this.pipeline.clock };
+    const { deleteMaxFraction: maxFraction, metrics } = options;
+    this.deletion = maxFraction === null ? null : { snapshot: deps.snapshot, sink: deps.sink, metrics, maxFraction };
+  }
+
+  checkpoint(): Promise<Checkpoint> {
+    return this.snapshot.checkpoint();
+  }
+
+  takeSweepRequest(): Promise<boolean> {
+    return this.snapshot.takeSweepRequest();
+  }
+
+  incremental(epoch: number, signal: AbortSignal): Promise<PassSummary> {
+    return runIncrementalPoll(this.ctx, this.pipeline, this.source, epoch, signal);
+  }
+
+  openFullScan(epoch: number, signal: AbortSignal): Promise<FullScanRun> {
+    return openFullScan(this.ctx, this.pipeline, this.source, epoch, signal, this.deletion);
+  }
+
+  settle(): Promise<void> {
+    return this.pipeline.settle();
+  }
+
+  pausedSince(): Promise<number | null> {
+    return this.snapshot.pausedSince();
+  }
+
+  async takeResync(): Promise<ResyncRequest | null> {
+    const request = await this.snapshot.takeResyncRequest();
+    if (request === 'invalid') this.pipeline.deps.logger.error('dropped an unreadable resync request');
+    return request === 'invalid' ? null : request;
+  }
+
+  requeueResync(request: ResyncRequest): Promise<void> {
+    return this.snapshot.requestResync(request);
+  }
+
+  openResync(epoch: number, signal: AbortSignal, request: ResyncRequest): Promise<FullScanRun> {
+    const env = { ctx: this.ctx, pipeline: this.pipeline, source: this.source, epoch, signal };
+    return openResync(request, this.snapshot, env);
+  }
+
+  async heartbeat(epoch: number, paused: boolean): Promise<void> {
+    const ckpt = await this.snapshot.checkpoint();
+    const event = heartbeatEvent({
+      source: this.pipeline.deps.eventSource,
+      account: this.account,
+      watermark: ckpt.watermark,
+      lastCompletePoll: ckpt.lastIncrementalAt,
+      leaseEpoch: epoch,
+      paused,
+      now: this.pipeline.clock(),
+    });
+    await this.sink.publishHeartbeat(event);
+  }
+
+  /** Runs a whole full scan now (the `sweep` command, benchmarks); `afterPage` runs after every page (progress). */
+  async fullScan(epoch: number, signal: AbortSignal, afterPage?: () => Promise<void>): Promise<FullScanRun> {
+    const run = await this.openFullScan(epoch, signal);
+    try {
+      // One page per step; the pipeline overlaps each page's publish with the next page's read.
+      while (await run.step()) await afterPage?.();
+    } finally {
+      await run.close();
+    }
+    return run;
+  }
+}

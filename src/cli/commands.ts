@@ -1,0 +1,382 @@
+import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from '../app/app.js';
+import { loadAccounts, type AccountsConfig } from '../config/accounts.js';
+import { ConfigError, type BridgeConfig } from '../config/config.js';
+import { Lease, leaseHolder } from '../redis/lease.js';
+import { accountKeys, liveReplicas } from '../redis/connection.js';
+import { LeaseKeeper } from '../bridge/lease-keeper.js';
+import { createLogger } from '../ops/logger.js';
+import { BridgeMetrics } from '../ops/metrics.js';
+import { progressJson, progressOf, ProgressReporter, type Progress } from '../core/progress.js';
+import { KafkaPublisher } from '../kafka/publisher.js';
+import { newResyncRequest, parseResyncArgs, UsageError } from '../core/resync-request.js';
+import { SnapshotStore } from '../redis/snapshot-store.js';
+
+// The commands: `run` (the service), `sweep` (one full pass now), `status`, `pause` / `resume`, `resync`,
+// `simulate` (the upstream stand-in).
+// src/cli.ts is the process entry that calls main().
+
+const USAGE = `usage: reviews-bridge <command>
+
+  run        the long-running bridge (configuration from the environment; see README)
+  sweep      one reconciliation sweep now: asks the running leader, or runs it here when no replica leads
+             --wait: follow it to the end with a progress bar (plain lines when not a terminal)
+  status     watermark, sweep cursor and progress, snapshot size, lease holder, pause, last passes (JSON);
+             with an accounts file: every account and the replica leading it, and the live replicas
+  With BRIDGE_ACCOUNTS_FILE, sweep, pause, resume and resync act on one account: --account <id> (status: all,
+  or the one named).
+  pause      stop upstream traffic (the leader honours it within one tick; kept across restarts)
+  resume     lift a pause; polling continues from the watermark, nothing is lost
+  resync     re-read chosen reviews: --ids 1,2,3 | --since <date> | --all  [--wait]
+  simulate   the bundled upstream simulator (simulate --help)
+`;
+
+async function run({ accounts, file }: AccountsConfig): Promise<void> {
+  const config = accounts[0]!;
+  const logger = createLogger(config.logLevel, file === null ? { account: config.account } : {});
+  const app = await startApp(accounts, logger);
+  logger.info(
+    file === null
+      ? { ops: app.ops.url, upstream: config.upstream.baseUrl, brokers: config.kafka.brokers }
+      : { ops: app.ops.url, accounts: accounts.length, replica: app.replica, brokers: config.kafka.brokers },
+    'bridge started',
+  );
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting at once');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown timed out; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    app.stop().then(
+      () => {
+        logger.info('stopped cleanly');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+const POLL_STATUS_MS = 1_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The progress of the running sweep or initial load from the checkpoint, estimated against the snapshot size. */
+async function sweepProgress(store: SnapshotStore, now = Date.now()): Promise<Progress | null> {
+  const [checkpoint, size] = await Promise.all([store.checkpoint(), store.size()]);
+  if (!checkpoint.sweep) return null;
+  return progressOf({ seen: checkpoint.sweep.seen, estimatedTotal: size, startedAt: checkpoint.sweep.startedAt, now });
+}
+
+/**
+ * Follows a sweep the leader runs on request until one completes after the request (the request taken, no sweep
+ * in progress, and the last completed sweep newer than the request).
+ */
+async function followRequestedSweep(store: SnapshotStore, requestedAt: number, reporter: ProgressReporter) {
+  let last: Progress = progressOf({ seen: 0, estimatedTotal: null, startedAt: requestedAt, now: requestedAt });
+  for (;;) {
+    const [checkpoint, pending] = await Promise.all([store.checkpoint(), store.sweepRequested()]);
+    if (!pending && !checkpoint.sweep && (checkpoint.lastSweepAt ?? 0) >= requestedAt) break;
+    const progress = await sweepProgress(store);
+    if (progress) reporter.update((last = progress));
+    await sleep(POLL_STATUS_MS);
+  }
+  reporter.done({ ...last, fraction: 1, etaSeconds: 0 }, 'completed');
+  return store.checkpoint();
+}
+
+async function sweep(config: BridgeConfig, args: string[]): Promise<void> {
+  const wait = args.includes('--wait');
+  const unknown = args.filter((a) => a !== '--wait');
+  if (unknown.length > 0)
+    throw new UsageError(`sweep: unknown argument ${JSON.stringify(unknown[0])} (expected --wait)`);
+  const logger = createLogger(config.logLevel, { account: config.account, command: 'sweep' });
+  const { redis, store, keys } = redisFromConfig(config);
+  const reporter = new ProgressReporter(process.stderr, 'sweep');
+  try {
+    if (await leaseHolder(redis, keys)) {
+      const requestedAt = Date.now();
+      await store.requestSweep();
+      if (!wait) {
+        console.log(JSON.stringify({ requested: true, note: 'the leading replica starts the sweep at its next tick' }));
+        return;
+      }
+      const checkpoint = await followRequestedSweep(store, requestedAt, reporter);
+      const iso = checkpoint.lastSweepAt === null ? null : new Date(checkpoint.lastSweepAt).toISOString();
+      console.log(JSON.stringify({ requested: true, completed: true, lastSweepAt: iso }));
+      return;
+    }
+    const work = new AbortController();
+    const keeper = new LeaseKeeper(new Lease(redis, keys, config.lease.ttlMs), {
+      periodMs: config.lease.ttlMs / 3,
+      logger,
+      onLost: () => work.abort(new Error('lease lost')),
+    });
+    const epoch = await keeper.renewNow();
+    if (epoch === 0) {
+      await store.requestSweep();
+      console.log(JSON.stringify({ requested: true }));
+      return;
+    }
+    keeper.start();
+    const metrics = new BridgeMetrics({ account: config.account });
+    const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
+    const source = upstreamFromConfig(config, metrics, logger);
+    const passes = passesFromConfig(config, { source, store, sink: publisher, metrics, logger });
+    try {
+      await publisher.connect();
+      let progress: Progress | null = null;
+      const run = await passes.fullScan(epoch, work.signal, async () => {
+        if (!wait) return;
+        progress = (await sweepProgress(store)) ?? progress;
+        if (progress) reporter.update(progress);
+      });
+      if (wait && progress) reporter.done({ ...(progress as Progress), fraction: 1, etaSeconds: 0 }, 'completed');
+      console.log(JSON.stringify({ completed: true, kind: run.type, ...run.summary }));
+    } finally {
+      // A page still in flight after a failure is published and committed (or fails) before the lease goes.
+      await passes.settle();
+      await Promise.allSettled([publisher.disconnect(), source.close()]);
+      await keeper.release();
+    }
+  } finally {
+    await redis.quit();
+  }
+}
+
+/** `status` of an accounts file without --account: who leads which account, and each one's position. */
+async function overview(accounts: readonly BridgeConfig[]): Promise<void> {
+  const { redis } = redisFromConfig(accounts[0]!);
+  try {
+    const prefix = accounts[0]!.redis.keyPrefix;
+    const ttlMs = Math.max(...accounts.map((c) => c.lease.ttlMs));
+    const replicas = await liveReplicas(redis, prefix, ttlMs);
+    const rows = await Promise.all(
+      accounts.map(async (config) => {
+        const keys = accountKeys(config.redis.keyPrefix, config.account);
+        const store = new SnapshotStore(redis, keys);
+        const [lease, checkpoint, pausedSince] = await Promise.all([
+          leaseHolder(redis, keys),
+          store.checkpoint(),
+          store.pausedSince(),
+        ]);
+        return {
+          account: config.account,
+          leader: lease?.holder ?? null,
+          initialLoadDone: checkpoint.initialDone,
+          watermark: iso(checkpoint.watermark),
+          lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
+          sweepInProgress: checkpoint.sweep !== null,
+          paused: pausedSince !== null,
+        };
+      }),
+    );
+    const leading: Record<string, string[]> = Object.fromEntries(replicas.map((r) => [r, []]));
+    for (const row of rows) if (row.leader) (leading[row.leader] ??= []).push(row.account);
+    console.log(
+      JSON.stringify(
+        {
+          accounts: rows.length,
+          unled: rows.filter((r) => r.leader === null).map((r) => r.account),
+          replicas: Object.entries(leading).map(([replica, led]) => ({
+            replica,
+            live: replicas.includes(replica),
+            leads: led,
+          })),
+          replicaTtlMs: ttlMs,
+          byAccount: rows,
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await redis.quit();
+  }
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+async function status(config: BridgeConfig): Promise<void> {
+  const { redis, store, keys } = redisFromConfig(config);
+  try {
+    const [checkpoint, size, lease, sweepRequested, pausedSince, pass, resync] = await Promise.all([
+      store.checkpoint(),
+      store.size(),
+      leaseHolder(redis, keys),
+      redis.exists(keys.sweepRequest),
+      store.pausedSince(),
+      store.passProgress(),
+      store.pendingResync(),
+    ]);
+    const now = Date.now();
+    // The leader's own progress record when it has one (it knows the resync totals); else the checkpoint's.
+    const running =
+      pass && pass.finishedAt === null
+        ? { kind: pass.kind, ...progressJson(progressOf({ ...pass, now }), now) }
+        : checkpoint.sweep
+          ? {
+              kind: checkpoint.sweep.kind,
+              ...progressJson(
+                progressOf({
+                  seen: checkpoint.sweep.seen,
+                  estimatedTotal: size,
+                  startedAt: checkpoint.sweep.startedAt,
+                  now,
+                }),
+                now,
+              ),
+            }
+          : null;
+    console.log(
+      JSON.stringify(
+        {
+          account: config.account,
+          snapshotReviews: size,
+          watermark: iso(checkpoint.watermark),
+          initialLoadDone: checkpoint.initialDone,
+          sweepInProgress: checkpoint.sweep && { ...checkpoint.sweep, startedAt: iso(checkpoint.sweep.startedAt) },
+          sweepRequested: sweepRequested === 1,
+          progress: running,
+          resyncRequested: resync && { ...resync, requestedAt: iso(resync.requestedAt) },
+          paused: pausedSince !== null,
+          pausedSince: iso(pausedSince),
+          lastSweepAt: iso(checkpoint.lastSweepAt),
+          lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
+          lease,
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await redis.quit();
+  }
+}
+
+async function pause(config: BridgeConfig, resume: boolean): Promise<void> {
+  const { redis, store } = redisFromConfig(config);
+  try {
+    if (resume) {
+      const wasPaused = await store.resume();
+      console.log(JSON.stringify({ paused: false, wasPaused, note: 'polling continues from the watermark' }));
+    } else {
+      await store.pause();
+      const since = await store.pausedSince();
+      console.log(
+        JSON.stringify({
+          paused: true,
+          since: since === null ? null : new Date(since).toISOString(),
+          note: 'the leader stops upstream requests at its next tick; `reviews-bridge resume` lifts it',
+        }),
+      );
+    }
+  } finally {
+    await redis.quit();
+  }
+}
+
+async function resync(config: BridgeConfig, args: string[]): Promise<void> {
+  const { scope, wait } = parseResyncArgs(args);
+  const { redis, store } = redisFromConfig(config);
+  try {
+    const request = newResyncRequest(scope);
+    await store.requestResync(request);
+    console.log(JSON.stringify({ requested: true, id: request.id, scope }));
+    if (!wait) return;
+    const reporter = new ProgressReporter(process.stderr, 'resync');
+    for (;;) {
+      const pass = await store.passProgress();
+      if (pass && pass.requestId === request.id) {
+        const progress = progressOf({ ...pass, now: pass.finishedAt ?? Date.now() });
+        if (pass.finishedAt !== null) {
+          reporter.done(progress, 'completed');
+          return;
+        }
+        reporter.update(progress);
+      }
+      await sleep(POLL_STATUS_MS);
+    }
+  } finally {
+    await redis.quit();
+  }
+}
+
+const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync'];
+
+/** Takes `--account <id>` out of the arguments. */
+function accountArg(args: readonly string[]): { account: string | null; args: string[] } {
+  const at = args.indexOf('--account');
+  if (at === -1) return { account: null, args: [...args] };
+  const account = args[at + 1];
+  if (account === undefined || account.startsWith('--')) throw new UsageError('--account needs an account id');
+  return { account, args: [...args.slice(0, at), ...args.slice(at + 2)] };
+}
+
+/** The account a command acts on: the one named, or the only one. */
+function chooseAccount({ accounts, file }: AccountsConfig, account: string | null): BridgeConfig {
+  if (account === null) {
+    if (accounts.length === 1) return accounts[0]!;
+    throw new UsageError(`${accounts.length} accounts in ${file}: name one with --account <id>`);
+  }
+  const found = accounts.find((c) => c.account === account);
+  if (!found) throw new UsageError(`no account ${JSON.stringify(account)} in ${file ?? 'the environment'}`);
+  return found;
+}
+
+/** Entry point of the `reviews-bridge` command. */
+export async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === 'simulate') {
+    const { runSimulatorCli } = await import('../simulator/index.js');
+    await runSimulatorCli(rest);
+    return;
+  }
+  if (!command || command === '--help' || command === 'help' || !COMMANDS.includes(command)) {
+    process.stderr.write(USAGE);
+    process.exitCode = command && !['--help', 'help'].includes(command) ? 2 : 0;
+    return;
+  }
+  let loaded: AccountsConfig;
+  try {
+    loaded = loadAccounts();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`reviews-bridge: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  try {
+    if (command === 'run') {
+      await run(loaded);
+      return;
+    }
+    const { account, args } = accountArg(rest);
+    if (command === 'status' && account === null && loaded.file !== null) {
+      await overview(loaded.accounts);
+      return;
+    }
+    const config = chooseAccount(loaded, account);
+    if (command === 'sweep') await sweep(config, args);
+    else if (command === 'pause' || command === 'resume') await pause(config, command === 'resume');
+    else if (command === 'resync') await resync(config, args);
+    else await status(config);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`reviews-bridge ${command}: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,493 @@
+import { z } from 'zod';
+import { readSecretSync, SecretError, type SecretSource } from './secrets.js';
+import {
+  FieldPolicySpecError,
+  parseFieldPolicySpec,
+  type DeadLetterPayload,
+  type FieldPolicySpec,
+} from '../core/field-policy.js';
+
+// Configuration comes from the environment only (12-factor), validated once at start-up so that a bad
+// setting stops the process with one message naming it instead of failing hours later mid-pass.
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const hostPorts = z
+  .string()
+  .min(1)
+  .transform((v) => v.split(',').map((b) => b.trim()))
+  .refine((list) => list.every((b) => /^[^:\s]+:\d{1,5}$/.test(b)), 'a comma-separated list of host:port');
+
+// The three Redis address settings exclude each other; an empty one (KEY= in a manifest) counts as unset.
+const unsetWhenBlank = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema.optional());
+
+/** An account id: part of Redis keys, metric labels and (through {account}) topic names. */
+export const ACCOUNT_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** Zod schema of the raw environment: the single source of the settings, their defaults and their limits. */
+export const EnvSchema = z.object({
+  BRIDGE_ACCOUNT: z
+    .string()
+    .regex(ACCOUNT_ID, 'letters, digits, _ . - only (it is part of Redis keys and metric labels)')
+    .default('default'),
+  // Several accounts in one process (src/config/accounts.ts); without it, the single account above.
+  BRIDGE_ACCOUNTS_FILE: optionalText,
+  UPSTREAM_BASE_URL: z.url({ protocol: /^https?$/ }),
+  UPSTREAM_CLIENT_ID: optionalText,
+  UPSTREAM_CLIENT_ID_FILE: optionalText,
+  UPSTREAM_CLIENT_SECRET: optionalText,
+  UPSTREAM_CLIENT_SECRET_FILE: optionalText,
+  // 9.6/s with a bucket of 1.3 keeps every 1-second window at 10 requests or fewer (bucket < 11 - rate).
+  UPSTREAM_RATE_LIMIT_RPS: z.coerce.number().positive().max(1000).default(9.6),
+  UPSTREAM_RATE_LIMIT_BURST: z.coerce.number().min(1).max(1000).default(1.3),
+  UPSTREAM_PAGE_SIZE: int(1, 100).default(100),
+  UPSTREAM_CURSOR_PATH: optionalText,
+  UPSTREAM_UPDATED_DATE_UNIT: z.enum(['ms', 's']).default('ms'),
+  UPSTREAM_TIMEOUT_MS: int(100, 600_000).default(30_000),
+  UPSTREAM_MAX_RETRIES: int(0, 100).default(6),
+  UPSTREAM_MAX_BODY_BYTES: int(1024, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  UPSTREAM_TOKEN_REFRESH_MARGIN_S: int(0, 3600).default(60),
+  // Record bounds (src/upstream/bounds.ts): a record past one is dead-lettered instead of reaching the snapshot.
+  UPSTREAM_MAX_FUTURE_SKEW_MS: int(0, 30 * 86_400_000).default(86_400_000),
+  UPSTREAM_MAX_RECORD_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
+  UPSTREAM_MAX_STRING_LENGTH: int(16, 64 * 1024 * 1024).default(65_536),
+  UPSTREAM_ALLOW_INSECURE: bool.default(false),
+  UPSTREAM_CA_FILE: optionalText,
+  // Read by undici's EnvHttpProxyAgent (lower-case forms too); listed so that deployments may set them.
+  HTTPS_PROXY: optionalText,
+  HTTP_PROXY: optionalText,
+  NO_PROXY: optionalText,
+  KAFKA_BROKERS: hostPorts,
+  KAFKA_CLIENT_ID: z.string().min(1).default('reviews-bridge'),
+  KAFKA_SSL: bool.default(false),
+  KAFKA_SSL_CA_FILE: optionalText,
+  KAFKA_SSL_CERT_FILE: optionalText,
+  KAFKA_SSL_KEY_FILE: optionalText,
+  KAFKA_SASL_ALLOW_PLAINTEXT: bool.default(false),
+  KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
+  KAFKA_SASL_USERNAME: optionalText,
+  KAFKA_SASL_PASSWORD: optionalText,
+  KAFKA_SASL_PASSWORD_FILE: optionalText,
+  KAFKA_TOPIC_CREATED: z.string().min(1).default('review.created'),
+  KAFKA_TOPIC_STATUS_CHANGED: z.string().min(1).default('review.status_changed'),
+  KAFKA_TOPIC_UPDATED: z.string().min(1).default('review.updated'),
+  KAFKA_TOPIC_DEAD_LETTER: z.string().min(1).default('review.dead_letter'),
+  KAFKA_TOPIC_STATE: z.string().min(1).default('review.state'),
+  KAFKA_TOPIC_DELETED: z.string().min(1).default('review.deleted'),
+  KAFKA_TOPIC_HEARTBEAT: z.string().min(1).default('review.heartbeat'),
+  KAFKA_CREATE_TOPICS: bool.default(true),
+  KAFKA_TOPIC_PARTITIONS: int(1, 10_000).default(6),
+  // Unset: min(3, brokers in the cluster), read when the topics are created.
+  KAFKA_REPLICATION_FACTOR: unsetWhenBlank(int(1, 10)),
+  // Kafka's own default (message.max.bytes / max.message.bytes); the smaller of this and the topics' setting counts.
+  KAFKA_MAX_MESSAGE_BYTES: int(4096, 1024 * 1024 * 1024).default(1024 * 1024),
+  REDIS_URL: unsetWhenBlank(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')),
+  REDIS_SENTINELS: unsetWhenBlank(hostPorts),
+  REDIS_SENTINEL_NAME: optionalText,
+  REDIS_CLUSTER_NODES: unsetWhenBlank(hostPorts),
+  // Replica acknowledgements (WAIT) every commit and lease change needs before the bridge goes on; unset: 0 for a
+  // single Redis, 1 for Sentinel and Cluster (see "What a Redis failover may cost" in the README).
+  REDIS_WAIT_REPLICAS: int(0, 10).optional(),
+  REDIS_WAIT_TIMEOUT_MS: int(10, 60_000).default(1_000),
+  REDIS_USERNAME: optionalText,
+  REDIS_PASSWORD: optionalText,
+  REDIS_PASSWORD_FILE: optionalText,
+  REDIS_TLS_CA_FILE: optionalText,
+  REDIS_TLS_CERT_FILE: optionalText,
+  REDIS_TLS_KEY_FILE: optionalText,
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,32}$/)
+    .default('rb'),
+  POLL_INTERVAL_MS: int(100, 3_600_000).default(5_000),
+  // Default: 1 s, or POLL_INTERVAL_MS when that is shorter.
+  POLL_MIN_INTERVAL_MS: int(100, 3_600_000).optional(),
+  POLL_OVERLAP_MS: int(0, 7 * 86_400_000).default(300_000),
+  SWEEP_INTERVAL_MS: int(0, 30 * 86_400_000).default(86_400_000),
+  INITIAL_LOAD_MODE: z.enum(['mark', 'suppress']).default('mark'),
+  DELETE_DETECTION: z.enum(['on', 'off']).default('on'),
+  // A broken listing that silently drops reviews must not wipe the feed: above this fraction nothing is deleted.
+  DELETE_MAX_FRACTION: z.coerce.number().min(0).max(1).default(0.01),
+  HEARTBEAT_INTERVAL_MS: int(1_000, 86_400_000).default(60_000),
+  EVENT_SOURCE: optionalText,
+  HTTP_HOST: z.string().min(1).default('0.0.0.0'),
+  HTTP_PORT: int(0, 65_535).default(9464),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LEASE_TTL_MS: int(1_000, 600_000).default(15_000),
+  // Personal data (src/core/field-policy.ts): dotted paths, comma-separated; EVENT_FIELDS_MASK entries are path[:N].
+  EVENT_FIELDS_INCLUDE: optionalText,
+  EVENT_FIELDS_EXCLUDE: optionalText,
+  EVENT_FIELDS_HASH: optionalText,
+  EVENT_FIELDS_MASK: optionalText,
+  EVENT_HASH_KEY_FILE: optionalText,
+  EVENT_FIELDS_ALLOW_RAW_EMAIL: bool.default(false),
+  DEAD_LETTER_PAYLOAD: z.enum(['reference', 'masked', 'raw']).default('masked'),
+  SHUTDOWN_TIMEOUT_MS: int(1_000, 600_000).default(25_000),
+});
+
+/** Every environment variable the bridge reads (deployment manifests are tested against it). */
+export const ENV_VARS: readonly string[] = Object.keys(EnvSchema.shape);
+
+/** The validated configuration the bridge runs with. */
+export interface BridgeConfig {
+  account: string;
+  upstream: {
+    baseUrl: string;
+    clientId: SecretSource;
+    clientSecret: SecretSource;
+    rateLimitRps: number;
+    rateLimitBurst: number;
+    pageSize: number;
+    cursorPath: string | undefined;
+    updatedDateUnit: 'ms' | 's';
+    timeoutMs: number;
+    maxRetries: number;
+    maxBodyBytes: number;
+    tokenRefreshMarginSeconds: number;
+    maxFutureSkewMs: number;
+    maxRecordBytes: number;
+    maxStringLength: number;
+    /** PEM bundle trusted for the upstream's certificate (besides the system CAs); null: system CAs only. */
+    caFile: string | null;
+  };
+  kafka: {
+    brokers: string[];
+    clientId: string;
+    ssl: boolean;
+    /** PEM files for TLS: a CA bundle to trust, and a client certificate and key for mutual TLS. */
+    tls?: TlsFiles;
+    sasl: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: SecretSource } | null;
+    topics: {
+      created: string;
+      statusChanged: string;
+      updated: string;
+      deadLetter: string;
+      /** Compacted current-state topic (key = review id). */
+      state: string;
+      deleted: string;
+      heartbeat: string;
+    };
+    createTopics: boolean;
+    partitions: number;
+    /** null: min(3, brokers in the cluster). */
+    replicationFactor: number | null;
+    /**
+     * Put before the review id in every record key when accounts share a topic (`<account>:`), so that one
+     * account's rows never compact another's; empty with a single account or a topic per account.
+     */
+    keyPrefix?: string;
+    /**
+     * Largest Kafka message the bridge sends (value, key and headers); larger events are cut or dead-lettered.
+     * Optional for adapters built by hand (tests, benchmarks): 1 MiB, Kafka's own default, when absent.
+     */
+    maxMessageBytes?: number;
+  };
+  redis: RedisConnection & {
+    keyPrefix: string;
+    /** ACL user (REDIS_USERNAME) and password source, kept out of the URL so they are never logged with it. */
+    username?: string | null;
+    password?: SecretSource | null;
+    /** TLS files of a rediss:// REDIS_URL. */
+    tls?: TlsFiles;
+  };
+  /** Polls run every minIntervalMs while no full scan runs, every intervalMs while one does. */
+  poll: { intervalMs: number; minIntervalMs: number; overlapMs: number };
+  sweep: { intervalMs: number };
+  initialLoadMode: 'mark' | 'suppress';
+  /** Deletion detection at the end of a complete sweep, and its guard against a broken listing. */
+  deletion: { enabled: boolean; maxFraction: number };
+  heartbeat: { intervalMs: number };
+  eventSource: string;
+  http: { host: string; port: number };
+  logLevel: string;
+  lease: { ttlMs: number };
+  shutdownTimeoutMs: number;
+  /** What may leave the process of a review (events, dead letters). */
+  privacy: PrivacyConfig;
+}
+
+/** PEM files of a TLS connection (paths; null when not set). */
+export interface TlsFiles {
+  caFile: string | null;
+  certFile: string | null;
+  keyFile: string | null;
+}
+
+/** The personal-data settings: the field policy, its hash key and what dead letters carry. */
+export interface PrivacyConfig {
+  fields: FieldPolicySpec;
+  /** Key of the HMAC for hashed fields (read at start; a new key changes every token). */
+  hashKey: SecretSource | null;
+  deadLetterPayload: DeadLetterPayload;
+}
+
+/** Where the bridge's Redis is: one server, a Sentinel-monitored primary, or a Redis Cluster. */
+export type RedisTarget =
+  | { kind: 'standalone'; url: string }
+  | { kind: 'sentinel'; sentinels: HostPort[]; name: string }
+  | { kind: 'cluster'; nodes: HostPort[] };
+
+/** A host and port of a Sentinel or a Cluster node. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+/** How to reach Redis and how durable a write must be before the bridge builds on it. */
+export interface RedisConnection {
+  target: RedisTarget;
+  /** Replicas that must acknowledge a commit or a lease change (Redis WAIT); 0 = none. */
+  waitReplicas: number;
+  waitTimeoutMs: number;
+}
+
+/** Thrown for an invalid or missing setting; the message names the variable and never echoes its value. */
+export class ConfigError extends Error {
+  constructor(
+    readonly setting: string,
+    problem: string,
+  ) {
+    super(`invalid configuration: ${setting}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function secret(env: Record<string, string | undefined>, name: string, required: boolean): SecretSource | null {
+  const value = env[name]?.trim();
+  const file = env[`${name}_FILE`]?.trim();
+  if (value && file) throw new ConfigError(name, `set either ${name} or ${name}_FILE, not both`);
+  if (file) {
+    try {
+      readSecretSync({ file }, name);
+    } catch (err) {
+      throw new ConfigError(
+        `${name}_FILE`,
+        err instanceof SecretError && /empty/.test(err.message) ? 'file is empty' : 'file cannot be read',
+      );
+    }
+    return { file };
+  }
+  if (value) return { value };
+  if (required) throw new ConfigError(name, `required (or ${name}_FILE)`);
+  return null;
+}
+
+/** Parses and validates the environment; throws ConfigError naming the first bad setting. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): BridgeConfig {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const setting = String(issue.path[0] ?? 'environment');
+    const problem = env[setting] === undefined || env[setting] === '' ? 'required' : issue.message;
+    throw new ConfigError(setting, problem);
+  }
+  const e = parsed.data;
+  const upstreamUrl = new URL(e.UPSTREAM_BASE_URL);
+  if (upstreamUrl.username || upstreamUrl.password) {
+    throw new ConfigError('UPSTREAM_BASE_URL', 'must not contain credentials (use UPSTREAM_CLIENT_ID/_SECRET)');
+  }
+  if (upstreamUrl.protocol === 'http:' && !isLoopback(upstreamUrl.hostname) && !e.UPSTREAM_ALLOW_INSECURE) {
+    // Bearer tokens and client secrets would cross the network in clear text.
+    throw new ConfigError('UPSTREAM_BASE_URL', 'must be https:// (or set UPSTREAM_ALLOW_INSECURE=true)');
+  }
+  const clientId = secret(env, 'UPSTREAM_CLIENT_ID', true)!;
+  const clientSecret = secret(env, 'UPSTREAM_CLIENT_SECRET', true)!;
+  let sasl: BridgeConfig['kafka']['sasl'] = null;
+  if (e.KAFKA_SASL_MECHANISM) {
+    if (!e.KAFKA_SASL_USERNAME)
+      throw new ConfigError('KAFKA_SASL_USERNAME', 'required when KAFKA_SASL_MECHANISM is set');
+    const password = secret(env, 'KAFKA_SASL_PASSWORD', true)!;
+    sasl = { mechanism: e.KAFKA_SASL_MECHANISM, username: e.KAFKA_SASL_USERNAME, password };
+  }
+  const kafkaTls = tlsFiles(e, 'KAFKA_SSL');
+  const kafkaSsl = e.KAFKA_SSL || Object.values(kafkaTls).some((f) => f !== null);
+  if (sasl?.mechanism === 'plain' && !kafkaSsl && !e.KAFKA_SASL_ALLOW_PLAINTEXT) {
+    // SASL PLAIN sends the password itself; without TLS anyone on the path reads it.
+    throw new ConfigError(
+      'KAFKA_SASL_MECHANISM',
+      'plain needs TLS (KAFKA_SSL=true), or set KAFKA_SASL_ALLOW_PLAINTEXT=true to send the password in clear text',
+    );
+  }
+  const redisUrl = e.REDIS_URL === undefined ? null : new URL(e.REDIS_URL);
+  if (redisUrl?.password) {
+    throw new ConfigError('REDIS_URL', 'must not contain a password (use REDIS_PASSWORD_FILE and REDIS_USERNAME)');
+  }
+  const redisTls = tlsFiles(e, 'REDIS_TLS');
+  if (redisUrl?.protocol !== 'rediss:' && Object.values(redisTls).some((f) => f !== null)) {
+    throw new ConfigError('REDIS_URL', 'must be rediss:// when REDIS_TLS_* files are set');
+  }
+  const redisPassword = secret(env, 'REDIS_PASSWORD', false);
+  // A name may carry {account}: a topic per account (see "Accounts and topics" in the README).
+  const topic = (setting: keyof Env & `KAFKA_TOPIC_${string}`): string => {
+    const name = String(e[setting]).replaceAll('{account}', e.BRIDGE_ACCOUNT);
+    if (!/^[A-Za-z0-9._-]{1,249}$/.test(name)) {
+      throw new ConfigError(setting, 'a Kafka topic name: letters, digits, . _ - only (and {account}), at most 249');
+    }
+    return name;
+  };
+  const topics = {
+    created: topic('KAFKA_TOPIC_CREATED'),
+    statusChanged: topic('KAFKA_TOPIC_STATUS_CHANGED'),
+    updated: topic('KAFKA_TOPIC_UPDATED'),
+    deadLetter: topic('KAFKA_TOPIC_DEAD_LETTER'),
+    state: topic('KAFKA_TOPIC_STATE'),
+    deleted: topic('KAFKA_TOPIC_DELETED'),
+    heartbeat: topic('KAFKA_TOPIC_HEARTBEAT'),
+  };
+  const names = Object.values(topics);
+  if (new Set(names.slice(0, 4)).size !== 4) {
+    throw new ConfigError('KAFKA_TOPIC_DEAD_LETTER', 'the four topic names must be distinct');
+  }
+  if (new Set(names).size !== names.length) {
+    throw new ConfigError('KAFKA_TOPIC_STATE', 'the state, deleted and heartbeat topics must differ from the others');
+  }
+  if (e.POLL_OVERLAP_MS < e.POLL_INTERVAL_MS) {
+    // The overlap must cover at least one poll interval, or a change made while a poll pages could be skipped.
+    throw new ConfigError('POLL_OVERLAP_MS', 'must be at least POLL_INTERVAL_MS');
+  }
+  const pollMinIntervalMs = e.POLL_MIN_INTERVAL_MS ?? Math.min(1_000, e.POLL_INTERVAL_MS);
+  if (pollMinIntervalMs > e.POLL_INTERVAL_MS) {
+    throw new ConfigError('POLL_MIN_INTERVAL_MS', 'must not exceed POLL_INTERVAL_MS (the interval while a sweep runs)');
+  }
+  const privacy = privacyConfig(e);
+  const target = redisTarget(e);
+  return {
+    account: e.BRIDGE_ACCOUNT,
+    upstream: {
+      baseUrl: e.UPSTREAM_BASE_URL.replace(/\/+$/, ''),
+      clientId,
+      clientSecret,
+      rateLimitRps: e.UPSTREAM_RATE_LIMIT_RPS,
+      rateLimitBurst: e.UPSTREAM_RATE_LIMIT_BURST,
+      pageSize: e.UPSTREAM_PAGE_SIZE,
+      cursorPath: e.UPSTREAM_CURSOR_PATH,
+      updatedDateUnit: e.UPSTREAM_UPDATED_DATE_UNIT,
+      timeoutMs: e.UPSTREAM_TIMEOUT_MS,
+      maxRetries: e.UPSTREAM_MAX_RETRIES,
+      maxBodyBytes: e.UPSTREAM_MAX_BODY_BYTES,
+      tokenRefreshMarginSeconds: e.UPSTREAM_TOKEN_REFRESH_MARGIN_S,
+      maxFutureSkewMs: e.UPSTREAM_MAX_FUTURE_SKEW_MS,
+      maxRecordBytes: e.UPSTREAM_MAX_RECORD_BYTES,
+      maxStringLength: e.UPSTREAM_MAX_STRING_LENGTH,
+      caFile: readableFile(e, 'UPSTREAM_CA_FILE'),
+    },
+    kafka: {
+      brokers: e.KAFKA_BROKERS,
+      clientId: e.KAFKA_CLIENT_ID,
+      ssl: kafkaSsl,
+      tls: kafkaTls,
+      sasl,
+      topics,
+      createTopics: e.KAFKA_CREATE_TOPICS,
+      partitions: e.KAFKA_TOPIC_PARTITIONS,
+      replicationFactor: e.KAFKA_REPLICATION_FACTOR ?? null,
+      maxMessageBytes: e.KAFKA_MAX_MESSAGE_BYTES,
+    },
+    redis: {
+      target,
+      keyPrefix: e.REDIS_KEY_PREFIX,
+      waitReplicas: e.REDIS_WAIT_REPLICAS ?? (target.kind === 'standalone' ? 0 : 1),
+      waitTimeoutMs: e.REDIS_WAIT_TIMEOUT_MS,
+      username: e.REDIS_USERNAME ?? null,
+      password: redisPassword,
+      tls: redisTls,
+    },
+    poll: { intervalMs: e.POLL_INTERVAL_MS, minIntervalMs: pollMinIntervalMs, overlapMs: e.POLL_OVERLAP_MS },
+    sweep: { intervalMs: e.SWEEP_INTERVAL_MS },
+    initialLoadMode: e.INITIAL_LOAD_MODE,
+    deletion: { enabled: e.DELETE_DETECTION === 'on', maxFraction: e.DELETE_MAX_FRACTION },
+    heartbeat: { intervalMs: e.HEARTBEAT_INTERVAL_MS },
+    eventSource: e.EVENT_SOURCE ?? `urn:reviews-bridge:${e.BRIDGE_ACCOUNT}`,
+    http: { host: e.HTTP_HOST, port: e.HTTP_PORT },
+    logLevel: e.LOG_LEVEL,
+    lease: { ttlMs: e.LEASE_TTL_MS },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    privacy,
+  };
+}
+
+type Env = z.infer<typeof EnvSchema>;
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '[::1]' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+function readableFile(e: Env, setting: keyof Env): string | null {
+  const file = e[setting];
+  if (typeof file !== 'string') return null;
+  try {
+    readSecretSync({ file }, setting);
+  } catch {
+    throw new ConfigError(setting, 'file cannot be read or is empty');
+  }
+  return file;
+}
+
+function tlsFiles(e: Env, prefix: 'KAFKA_SSL' | 'REDIS_TLS'): TlsFiles {
+  const files = {
+    caFile: readableFile(e, `${prefix}_CA_FILE`),
+    certFile: readableFile(e, `${prefix}_CERT_FILE`),
+    keyFile: readableFile(e, `${prefix}_KEY_FILE`),
+  };
+  if ((files.certFile === null) !== (files.keyFile === null)) {
+    throw new ConfigError(
+      `${prefix}_${files.certFile ? 'KEY' : 'CERT'}_FILE`,
+      `required with ${prefix}_${files.certFile ? 'CERT' : 'KEY'}_FILE`,
+    );
+  }
+  return files;
+}
+
+function privacyConfig(e: Env): PrivacyConfig {
+  let fields: FieldPolicySpec;
+  try {
+    fields = parseFieldPolicySpec(e);
+  } catch (err) {
+    if (err instanceof FieldPolicySpecError) throw new ConfigError(err.setting, err.message);
+    throw err;
+  }
+  let hashKey: SecretSource | null = null;
+  if (e.EVENT_HASH_KEY_FILE) {
+    let key: string;
+    try {
+      key = readSecretSync({ file: e.EVENT_HASH_KEY_FILE }, 'event hash key');
+    } catch {
+      throw new ConfigError('EVENT_HASH_KEY_FILE', 'file cannot be read or is empty');
+    }
+    // A short key could be found by trying every candidate, and the tokens of known e-mail addresses with it.
+    if (Buffer.byteLength(key) < 32)
+      throw new ConfigError('EVENT_HASH_KEY_FILE', 'the key must have at least 32 bytes');
+    hashKey = { file: e.EVENT_HASH_KEY_FILE };
+  }
+  if (fields.hash.length > 0 && !hashKey) {
+    throw new ConfigError('EVENT_HASH_KEY_FILE', 'required when EVENT_FIELDS_HASH is set');
+  }
+  return { fields, hashKey, deadLetterPayload: e.DEAD_LETTER_PAYLOAD };
+}
+
+const REDIS_TARGETS = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'] as const;
+
+function redisTarget(e: z.infer<typeof EnvSchema>): RedisTarget {
+  const set = REDIS_TARGETS.filter((name) => e[name] !== undefined);
+  if (set.length === 0) throw new ConfigError('REDIS_URL', `required (or REDIS_SENTINELS or REDIS_CLUSTER_NODES)`);
+  if (set.length > 1) throw new ConfigError(set[1]!, `set only one of ${set.join(', ')}`);
+  const hostPort = (b: string): HostPort => {
+    const at = b.lastIndexOf(':');
+    return { host: b.slice(0, at), port: Number(b.slice(at + 1)) };
+  };
+  if (e.REDIS_SENTINELS) {
+    if (!e.REDIS_SENTINEL_NAME) throw new ConfigError('REDIS_SENTINEL_NAME', 'required when REDIS_SENTINELS is set');
+    return { kind: 'sentinel', sentinels: e.REDIS_SENTINELS.map(hostPort), name: e.REDIS_SENTINEL_NAME };
+  }
+  if (e.REDIS_SENTINEL_NAME) throw new ConfigError('REDIS_SENTINEL_NAME', 'only used with REDIS_SENTINELS');
+  if (e.REDIS_CLUSTER_NODES) return { kind: 'cluster', nodes: e.REDIS_CLUSTER_NODES.map(hostPort) };
+  return { kind: 'standalone', url: e.REDIS_URL! };
+}

@@ -1,0 +1,98 @@
+import {
+  createdEvent,
+  statusChangedEvent,
+  updatedEvent,
+  type Detection,
+  type EventContext,
+  type PreviousState,
+  type ReviewEvent,
+} from './events.js';
+import { entryStateDigest, fingerprint, FINGERPRINT_FIELDS, type SnapshotEntry } from './snapshot-entry.js';
+import { STATUS_FIELDS, type Review } from './review.js';
+
+// The diff is a pure function of (what the snapshot knew, what the upstream shows now): no clock, no I/O,
+// so that it can be hammered by property tests and so that a re-processed page yields the same events.
+
+/** Everything the diff needs to decide about one review. */
+export interface DiffInput {
+  previous: SnapshotEntry | null;
+  review: Review;
+  detection: Detection;
+  /** CloudEvents `source` of this bridge (identifies the account). */
+  source: string;
+  /** When the page holding this review was fetched (ms): orders reads that share an updated_date. */
+  fetchedAt: number;
+  /** Suppress review.created (initial load configured so); the snapshot still records the review. */
+  suppressCreated: boolean;
+}
+
+/** Events to publish, in order, and the entry to store (null: the snapshot needs no write). */
+export interface DiffResult {
+  events: ReviewEvent[];
+  next: SnapshotEntry | null;
+}
+
+const NOTHING: DiffResult = { events: [], next: null };
+
+/** Compares one review with its snapshot entry and returns the events of the change (status first). */
+export function diffReview(input: DiffInput): DiffResult {
+  const { previous: prev, review } = input;
+  const fp = fingerprint(review);
+  const base = {
+    client: review.client_publication_status,
+    pwr: review.pwr_publication_status,
+    updatedDate: review.updated_date,
+    observedAt: input.fetchedAt,
+    digest: fp.digest,
+    fieldHashes: fp.fieldHashes,
+  };
+  const ctx: EventContext = {
+    source: input.source,
+    review,
+    previous: null,
+    detection: input.detection,
+    stateDigest: entryStateDigest(base),
+  };
+
+  if (prev === null) {
+    if (input.suppressCreated) return { events: [], next: { ...base, sequence: 0 } };
+    return { events: [createdEvent(ctx, 1)], next: { ...base, sequence: 1 } };
+  }
+
+  // Nothing goes backwards: an older read (stale page, overlap window) says nothing new. At an equal
+  // updated_date only edits can differ, and a page fetched before the one that stored the entry is older.
+  if (review.updated_date < prev.updatedDate) return NOTHING;
+  if (review.updated_date === prev.updatedDate && input.fetchedAt < prev.observedAt) return NOTHING;
+
+  const statusChanges = STATUS_FIELDS.filter(
+    (f) => (f === 'client_publication_status' ? prev.client : prev.pwr) !== review[f],
+  );
+  const contentChanged = fp.digest !== prev.digest;
+  if (statusChanges.length === 0 && !contentChanged) {
+    return review.updated_date > prev.updatedDate
+      ? { events: [], next: { ...prev, updatedDate: review.updated_date } }
+      : NOTHING;
+  }
+
+  const previous: PreviousState = {
+    client_publication_status: prev.client,
+    pwr_publication_status: prev.pwr,
+    updated_date: prev.updatedDate,
+    sequence: prev.sequence,
+  };
+  const events: ReviewEvent[] = [];
+  let sequence = prev.sequence;
+  if (statusChanges.length > 0) {
+    events.push(statusChangedEvent({ ...ctx, previous }, ++sequence, [...statusChanges]));
+  }
+  if (contentChanged) {
+    events.push(updatedEvent({ ...ctx, previous }, ++sequence, changedFieldNames(prev.fieldHashes, fp.fieldHashes)));
+  }
+  return { events, next: { ...base, sequence } };
+}
+
+/** Names the fields whose hashes differ; a digest change with no differing hash (a hash collision) names them all. */
+function changedFieldNames(before: number[], after: number[]): string[] {
+  const names = FINGERPRINT_FIELDS.filter((_, i) => before[i] !== after[i]);
+  return names.length > 0 ? names : [...FINGERPRINT_FIELDS];
+}

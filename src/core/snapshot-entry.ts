@@ -1,0 +1,151 @@
+import { KNOWN_STATUSES } from './domain.js';
+import { createHash } from 'node:crypto';
+import { TRACKED_FIELDS, type Review } from './review.js';
+
+// One compact snapshot entry per review. Kept at or under 64 bytes for the usual status values so that Redis
+// stores the account's buckets as listpacks (hash-max-listpack-value defaults to 64): that is what keeps ten
+// million reviews within a modest Redis.
+
+/** What the bridge remembers of a review between passes. */
+export interface SnapshotEntry {
+  client: string;
+  pwr: string;
+  /** The review's updated_date (ms) when last seen; reads older than this are stale. */
+  updatedDate: number;
+  /** Last per-review sequence number published (0 when the created event was suppressed). */
+  sequence: number;
+  /** When the page that last changed this entry was fetched (ms): an older page cannot overwrite its edits. */
+  observedAt: number;
+  /** 8-byte digest (hex) of every non-status field: detects any edit. */
+  digest: string;
+  /** 16-bit hash per tracked field plus one for unknown fields: names what an edit changed. */
+  fieldHashes: number[];
+}
+
+/** Field names in fingerprint order; the last slot stands for every field the spec does not list. */
+export const FINGERPRINT_FIELDS: readonly string[] = [...TRACKED_FIELDS, '(other)'];
+
+const EXCLUDED = new Set<string>(['id', 'updated_date', 'client_publication_status', 'pwr_publication_status']);
+const TRACKED = new Set<string>(TRACKED_FIELDS);
+const STATUS_CODES = ['', ...KNOWN_STATUSES] as const;
+const VERSION = 1;
+
+/** The content part of an entry, computed from a review alone (pure, used by the diff). */
+export interface Fingerprint {
+  digest: string;
+  fieldHashes: number[];
+}
+
+function fnv16(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return ((h >>> 16) ^ h) & 0xffff;
+}
+
+// A canonical, type-tagged text of a field value: cheaper than JSON.stringify for the usual strings and numbers
+// (this runs for every field of every review of every pass), and "1" and 1 still differ. JSON.stringify recurses,
+// which is safe here because only validated reviews are fingerprinted and validation bounds their nesting depth
+// (src/upstream/bounds.ts, maxDepth); the output must not change, or every stored digest would read as an edit.
+function canonical(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return `s${value}`;
+    case 'number':
+      return `n${value}`;
+    case 'boolean':
+      return value ? 't' : 'f';
+    case 'undefined':
+      return '';
+    default:
+      return value === null ? '' : `j${JSON.stringify(value)}`;
+  }
+}
+
+/** Fingerprints a review's non-status fields; missing and null count as the same value. */
+export function fingerprint(review: Review): Fingerprint {
+  const parts: string[] = [];
+  const record = review as Record<string, unknown>;
+  for (const field of TRACKED_FIELDS) parts.push(canonical(record[field]));
+  const extraKeys = Object.keys(record)
+    .filter((k) => !EXCLUDED.has(k) && !TRACKED.has(k) && record[k] !== undefined && record[k] !== null)
+    .sort();
+  parts.push(extraKeys.length === 0 ? '' : JSON.stringify(extraKeys.map((k) => [k, record[k]])));
+  const digest = createHash('md5').update(parts.join('\u0000')).digest('hex').slice(0, 16);
+  return { digest, fieldHashes: parts.map(fnv16) };
+}
+
+/** The digest of a review's state (updated_date, statuses, content) that event ids are built from. */
+export function entryStateDigest(entry: Pick<SnapshotEntry, 'updatedDate' | 'client' | 'pwr' | 'digest'>): string {
+  return `${entry.updatedDate}|${entry.client}|${entry.pwr}|${entry.digest}`;
+}
+
+function statusSize(status: string): number {
+  return STATUS_CODES.indexOf(status as (typeof STATUS_CODES)[number]) > 0 ? 1 : 2 + Buffer.byteLength(status);
+}
+
+function writeStatus(buf: Buffer, offset: number, status: string): number {
+  const code = STATUS_CODES.indexOf(status as (typeof STATUS_CODES)[number]);
+  if (code > 0) {
+    buf[offset] = code;
+    return offset + 1;
+  }
+  const bytes = Buffer.from(status, 'utf8');
+  if (bytes.length > 255) throw new Error('status value longer than 255 bytes');
+  buf[offset] = 0;
+  buf[offset + 1] = bytes.length;
+  bytes.copy(buf, offset + 2);
+  return offset + 2 + bytes.length;
+}
+
+function readStatus(buf: Buffer, offset: number): [string, number] {
+  const code = buf[offset]!;
+  if (code > 0) return [STATUS_CODES[code] ?? '', offset + 1];
+  const len = buf[offset + 1]!;
+  return [buf.toString('utf8', offset + 2, offset + 2 + len), offset + 2 + len];
+}
+
+/** Serialises an entry to its compact binary form. */
+export function encodeEntry(entry: SnapshotEntry): Buffer {
+  const size = 1 + statusSize(entry.client) + statusSize(entry.pwr) + 6 + 6 + 4 + 8 + entry.fieldHashes.length * 2;
+  const buf = Buffer.alloc(size);
+  let o = 0;
+  buf[o++] = VERSION;
+  o = writeStatus(buf, o, entry.client);
+  o = writeStatus(buf, o, entry.pwr);
+  buf.writeUIntBE(entry.updatedDate, o, 6);
+  o += 6;
+  buf.writeUIntBE(Math.max(0, Math.floor(entry.observedAt)), o, 6);
+  o += 6;
+  buf.writeUInt32BE(entry.sequence, o);
+  o += 4;
+  buf.write(entry.digest, o, 8, 'hex');
+  o += 8;
+  for (const h of entry.fieldHashes) {
+    buf.writeUInt16BE(h, o);
+    o += 2;
+  }
+  return buf;
+}
+
+/** Parses an entry written by encodeEntry; throws on an unknown version so a format change cannot go unnoticed. */
+export function decodeEntry(buf: Buffer): SnapshotEntry {
+  if (buf[0] !== VERSION) throw new Error(`unknown snapshot entry version ${buf[0]}`);
+  let o = 1;
+  const [client, o1] = readStatus(buf, o);
+  const [pwr, o2] = readStatus(buf, o1);
+  o = o2;
+  const updatedDate = buf.readUIntBE(o, 6);
+  o += 6;
+  const observedAt = buf.readUIntBE(o, 6);
+  o += 6;
+  const sequence = buf.readUInt32BE(o);
+  o += 4;
+  const digest = buf.toString('hex', o, o + 8);
+  o += 8;
+  const fieldHashes: number[] = [];
+  for (; o + 1 < buf.length; o += 2) fieldHashes.push(buf.readUInt16BE(o));
+  return { client, pwr, updatedDate, sequence, observedAt, digest, fieldHashes };
+}

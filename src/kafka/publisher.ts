@@ -1,0 +1,411 @@
+import {
+  Kafka,
+  logLevel,
+  Partitioners,
+  type Admin,
+  type ConfigResourceTypes,
+  type KafkaConfig,
+  type LogEntry,
+  type Producer,
+  type Message,
+} from 'kafkajs';
+import type { Logger } from 'pino';
+import type { BridgeConfig, PrivacyConfig } from '../config/config.js';
+import {
+  STATE_RECORD_HEADER,
+  stateOf,
+  type EventType,
+  type ReviewDeletedEvent,
+  type ReviewEvent,
+  type ReviewHeartbeatEvent,
+  type ReviewState,
+} from '../core/events.js';
+import {
+  deadLetterMessage,
+  eventMessage,
+  messageBytes,
+  type DeadLetterInput,
+  type OutgoingMessage,
+} from '../core/event-size.js';
+import { deadLetterRecord, protectEvent, type FieldPolicy } from '../core/field-policy.js';
+import { kafkaSecurity } from './security.js';
+import { DEFAULT_PRIVACY, fieldPolicyFromConfig } from '../config/privacy.js';
+
+// The Kafka adapter. One idempotent producer (no duplicates from its own retries), acks from all in-sync
+// replicas, the review id as key so that a review's events stay in one partition in order.
+
+// The Kafka protocol's resource type of a topic. kafkajs is CommonJS and Node's ESM loader cannot see its
+// ConfigResourceTypes export by name (vitest's transform hides this), so the enum is used as a type only.
+const TOPIC_RESOURCE = 2 as ConfigResourceTypes.TOPIC;
+
+/** Kafka's own default message size limit (message.max.bytes), used when the configuration names none. */
+const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/** A record that failed validation, on its way to the dead-letter topic. */
+export type DeadLetter = DeadLetterInput;
+
+/** Sends the bridge's events and dead letters to Kafka. */
+export interface EventSink {
+  /**
+   * Publishes the events, one state-topic row per review they touch (the last event of a review wins; `states`
+   * are rows of unchanged reviews a resync refreshed) and the dead letters in one send, and resolves once every
+   * record is acknowledged by all in-sync replicas.
+   */
+  publish(
+    events: readonly ReviewEvent[],
+    deadLetters: readonly DeadLetter[],
+    states?: readonly ReviewState[],
+  ): Promise<void>;
+  /** The largest record the topics accept (bytes): events are fitted to it before they are published. */
+  readonly maxMessageBytes?: number;
+}
+
+/** Kafka records of the state topic: one row per review, from its last event in the batch or a refreshed row. */
+export function stateMessages(events: readonly ReviewEvent[], states: readonly ReviewState[] = []): OutgoingMessage[] {
+  const last = new Map<number, ReviewState>();
+  for (const state of states) last.set(state.review_id, state);
+  for (const event of events) last.set(event.data.review.id, stateOf(event));
+  return [...last.values()].map((state) => ({
+    key: String(state.review_id),
+    value: JSON.stringify(state),
+    headers: { 'content-type': 'application/json', [STATE_RECORD_HEADER]: 'review.state' },
+  }));
+}
+
+function kafkaLogger(logger: Logger) {
+  return () =>
+    ({ level, log }: LogEntry) => {
+      const { message, ...extra } = log;
+      // Retries are bounded on purpose (a Kafka outage must fail the pass, not hang it); duplicates that this
+      // could cause after a timeout carry the same event id, so the warning kafkajs gives about it is noise here.
+      if (message.startsWith('Limiting retries for the idempotent producer')) return;
+      const child = { component: 'kafkajs', broker: extra.broker, error: extra.error };
+      if (level === logLevel.ERROR) logger.error(child, message);
+      else if (level === logLevel.WARN) logger.warn(child, message);
+      else logger.debug(child, message);
+    };
+}
+
+/** Builds kafkajs client options from the configuration (the SASL password is read at every connection). */
+export function kafkaOptions(config: BridgeConfig['kafka'], logger: Logger): KafkaConfig {
+  const options: KafkaConfig = {
+    clientId: config.clientId,
+    brokers: config.brokers,
+    ...kafkaSecurity(config),
+    logLevel: logLevel.WARN,
+    logCreator: kafkaLogger(logger),
+    connectionTimeout: 5_000,
+    retry: { retries: 6, initialRetryTime: 300, maxRetryTime: 5_000 },
+  };
+  return options;
+}
+
+/**
+ * Replication of the topics the bridge creates on a cluster of `brokers`: the configured factor (or min(3, brokers))
+ * and min.insync.replicas 2 from a factor of 3, so acks=all survives one broker down and never rests on one copy.
+ */
+export function topicReplication(
+  configured: number | null,
+  brokers: number,
+): { replicationFactor: number; minInsyncReplicas: number } {
+  const replicationFactor = configured ?? Math.max(1, Math.min(3, brokers));
+  if (replicationFactor > brokers) {
+    throw new Error(
+      `KAFKA_REPLICATION_FACTOR=${replicationFactor} is larger than the ${brokers} broker(s) the cluster has now; lower it or wait for the brokers`,
+    );
+  }
+  return { replicationFactor, minInsyncReplicas: replicationFactor >= 3 ? 2 : 1 };
+}
+
+/** The Kafka publisher of one bridge process. */
+export class KafkaPublisher implements EventSink {
+  private readonly kafka: Kafka;
+  private producer: Producer;
+  /** The producer's connection; a publish waits for it (a renewed producer connects in the background). */
+  private ready: Promise<void> | null = null;
+  private readonly topicOf: Record<EventType, string>;
+  private readonly policy: FieldPolicy;
+  private probe: Promise<Admin> | null = null;
+  private messageLimit: number;
+
+  constructor(
+    private readonly config: BridgeConfig['kafka'],
+    private readonly account: string,
+    private readonly logger: Logger,
+    private readonly privacy: PrivacyConfig = DEFAULT_PRIVACY,
+  ) {
+    this.policy = fieldPolicyFromConfig(privacy, logger);
+    this.kafka = new Kafka(kafkaOptions(config, logger));
+    this.producer = this.newProducer();
+    this.messageLimit = config.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.topicOf = {
+      'review.created': config.topics.created,
+      'review.status_changed': config.topics.statusChanged,
+      'review.updated': config.topics.updated,
+    };
+  }
+
+  /**
+   * Creates the topics when allowed (idempotent), reads their max.message.bytes (the smallest of those and
+   * KAFKA_MAX_MESSAGE_BYTES is the limit every message is held to) and connects the producer.
+   */
+  async connect(): Promise<void> {
+    const admin = await this.admin();
+    if (this.config.createTopics) await this.createTopics(admin);
+    await this.readTopicLimits(admin);
+    this.ready = this.producer.connect();
+    await this.ready;
+  }
+
+  /** The largest message this publisher sends (bytes, overheads included): what fitEvent must be given. */
+  get maxMessageBytes(): number {
+    return this.messageLimit;
+  }
+
+  private async createTopics(admin: Admin): Promise<void> {
+    const existing = new Set(await admin.listTopics());
+    const wanted = Object.values(this.config.topics).filter((t) => !existing.has(t));
+    if (wanted.length > 0) {
+      const { brokers } = await admin.describeCluster();
+      const { replicationFactor, minInsyncReplicas } = topicReplication(this.config.replicationFactor, brokers.length);
+      const insync = { name: 'min.insync.replicas', value: String(minInsyncReplicas) };
+      await admin.createTopics({
+        // kafkajs's own wait fails on a broker that has not heard of a new topic yet (UNKNOWN_TOPIC_OR_PARTITION,
+        // common on a fresh multi-broker cluster); awaitLeaders below treats that as "not yet".
+        waitForLeaders: false,
+        topics: wanted.map((topic) => ({
+          topic,
+          numPartitions: this.config.partitions,
+          replicationFactor,
+          // The state topic is a table: compaction keeps the last row of every review and drops tombstones.
+          configEntries:
+            topic === this.config.topics.state ? [insync, { name: 'cleanup.policy', value: 'compact' }] : [insync],
+        })),
+      });
+      await awaitLeaders(admin, wanted);
+      this.logger.info({ topics: wanted, replicationFactor, minInsyncReplicas }, 'created topics');
+    }
+  }
+
+  // A topic may allow less than the configured limit; a message over it would fail its page on every retry. Not
+  // being allowed to describe configs (ACLs) is no reason to stop: the configured limit then stands.
+  private async readTopicLimits(admin: Admin): Promise<void> {
+    try {
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: Object.values(this.config.topics).map((name) => ({
+          type: TOPIC_RESOURCE,
+          name,
+          configNames: ['max.message.bytes'],
+        })),
+      });
+      const limits = resources.flatMap((r) =>
+        r.configEntries.filter((e) => e.configName === 'max.message.bytes').map((e) => Number(e.configValue)),
+      );
+      const configured = this.config.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+      const smallest = Math.min(configured, ...limits.filter((n) => Number.isInteger(n) && n > 0));
+      if (smallest < this.messageLimit) {
+        this.logger.info(
+          { configured, topics: smallest },
+          'a topic allows smaller messages than KAFKA_MAX_MESSAGE_BYTES: using its max.message.bytes',
+        );
+      }
+      this.messageLimit = smallest;
+    } catch (err) {
+      this.logger.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        "could not read the topics' max.message.bytes; using KAFKA_MAX_MESSAGE_BYTES",
+      );
+    }
+  }
+
+  private newProducer(): Producer {
+    return this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      retry: { retries: 6, initialRetryTime: 300, maxRetryTime: 5_000 },
+    });
+  }
+
+  /**
+   * Sends through the producer; after any failure the producer is replaced by a new one (a new idempotent
+   * session). kafkajs advances a partition's sequence number even for a batch the broker refused (a record too
+   * large), so the old session would answer every later send with OUT_OF_ORDER_SEQUENCE_NUMBER, for ever.
+   */
+  private async send(send: (producer: Producer) => Promise<unknown>): Promise<void> {
+    const producer = this.producer;
+    try {
+      await (this.ready ?? Promise.reject(new Error('the Kafka publisher is not connected')));
+      await send(producer);
+    } catch (err) {
+      if (this.producer === producer) {
+        this.producer = this.newProducer();
+        this.ready = this.producer.connect();
+        this.ready.catch(() => undefined);
+        void producer.disconnect().catch(() => undefined);
+      }
+      throw err;
+    }
+  }
+
+  async publish(
+    events: readonly ReviewEvent[],
+    deadLetters: readonly DeadLetter[],
+    states: readonly ReviewState[] = [],
+  ): Promise<void> {
+    if (events.length === 0 && deadLetters.length === 0 && states.length === 0) return;
+    const outgoing: { topic: string; message: Message; bytes: number }[] = [];
+    const add = (topic: string, unkeyed: OutgoingMessage): void => {
+      const message = this.keyed(unkeyed);
+      outgoing.push({ topic, message, bytes: messageBytes(message) });
+    };
+    // The field policy applies to everything that carries a review: the events, the state rows, the dead letters.
+    const published = events.map((event) => protectEvent(event, this.policy));
+    const rows = states.map((row) => ({
+      ...row,
+      review: this.policy.applyToRecord(row.review) as ReviewState['review'],
+    }));
+    for (const event of published) add(this.topicOf[event.type], eventMessage(event));
+    for (const row of stateMessages(published, rows)) add(this.config.topics.state, row);
+    // Headers carry only the reject kind and detail (known field names and check codes), never record values.
+    for (const dl of deadLetters)
+      add(
+        this.config.topics.deadLetter,
+        deadLetterMessage(this.protectDeadLetter(dl), this.account, this.messageLimit),
+      );
+    // The broker checks max.message.bytes per record batch, and one send puts all its messages for a partition in
+    // one batch: sends are cut so that no send, hence no batch, exceeds the limit. Sends run one after the other
+    // (idempotent producer, one request in flight), so a review's events keep their order. A message over the
+    // limit on its own fails whatever the cut; then everything goes in one send, so that the failure leaves no
+    // part of the page published (the pipeline isolates the review that Kafka refuses).
+    const oversized = outgoing.some((o) => o.bytes > this.messageLimit);
+    for (const chunk of oversized ? [outgoing] : chunkBySize(outgoing, this.messageLimit)) {
+      const byTopic = new Map<string, Message[]>();
+      for (const { topic, message } of chunk) {
+        let list = byTopic.get(topic);
+        if (!list) byTopic.set(topic, (list = []));
+        list.push(message);
+      }
+      const topicMessages = [...byTopic.entries()].map(([topic, messages]) => ({ topic, messages }));
+      await this.send((producer) => producer.sendBatch({ acks: -1, topicMessages }));
+    }
+  }
+
+  /**
+   * A dead letter as DEAD_LETTER_PAYLOAD allows: the record as received (raw), under the field policy (masked), or
+   * its size only (reference). A record the policy cannot walk (nested past the stack) is reduced to its reference.
+   */
+  private protectDeadLetter(dl: DeadLetter): DeadLetter {
+    const mode = this.privacy.deadLetterPayload;
+    if (mode === 'raw') return dl;
+    let record: unknown;
+    try {
+      const kept = deadLetterRecord(dl.reject.raw, this.policy, mode);
+      record = 'record' in kept ? kept.record : { reference: true, ...kept };
+    } catch {
+      record = { reference: true };
+    }
+    return { ...dl, reject: { ...dl.reject, raw: record } };
+  }
+
+  /**
+   * Publishes review.deleted events and a tombstone per deleted review in the state topic, in one send; resolves
+   * once all are acknowledged. Call it before removing the snapshot entries (SnapshotStore.removeEntries).
+   */
+  async publishDeletions(events: readonly ReviewDeletedEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const tombstones = events.map((event) =>
+      this.keyed({ key: event.subject, value: null, headers: { [STATE_RECORD_HEADER]: 'review.state' } }),
+    );
+    const topicMessages = [
+      { topic: this.config.topics.deleted, messages: events.map((event) => this.keyed(eventMessage(event))) },
+      { topic: this.config.topics.state, messages: tombstones },
+    ];
+    await this.send((producer) => producer.sendBatch({ acks: -1, topicMessages }));
+  }
+
+  /** A review-keyed message with the account's key prefix (accounts sharing a topic), else as it is. */
+  private keyed<M extends { key: string | null }>(message: M): M {
+    const prefix = this.config.keyPrefix;
+    return prefix && message.key !== null ? { ...message, key: `${prefix}${message.key}` } : message;
+  }
+
+  /** Publishes one heartbeat (keyed by the account) and resolves once it is acknowledged. */
+  async publishHeartbeat(event: ReviewHeartbeatEvent): Promise<void> {
+    const message = { topic: this.config.topics.heartbeat, acks: -1, messages: [eventMessage(event)] };
+    await this.send((producer) => producer.send(message));
+  }
+
+  /**
+   * Cheap broker round trip for the readiness probe, over one admin client kept for the purpose: connecting a new
+   * one per probe would open (and tear down) broker connections at every probe interval.
+   */
+  async ping(): Promise<void> {
+    const admin = await this.admin();
+    await admin.describeCluster();
+  }
+
+  /** The one admin connection of this publisher (topic creation and limits at connect, then the probes). */
+  private admin(): Promise<Admin> {
+    if (!this.probe) {
+      const admin = this.kafka.admin();
+      this.probe = admin.connect().then(() => admin);
+      // A failed connection is retried by the next call, not cached as a rejected promise.
+      this.probe.catch(() => (this.probe = null));
+    }
+    return this.probe;
+  }
+
+  /**
+   * Closes the admin connection that connect() opened (a later ping() opens one again): with many accounts in a
+   * process only one of them needs it for the readiness probe.
+   */
+  async closeProbe(): Promise<void> {
+    const probe = this.probe;
+    this.probe = null;
+    await probe?.then((admin) => admin.disconnect()).catch(() => undefined);
+  }
+
+  /** Flushes nothing (sends are awaited) and closes the producer's and the probe's connections. */
+  async disconnect(): Promise<void> {
+    const probe = this.probe;
+    this.probe = null;
+    await Promise.allSettled([this.producer.disconnect(), probe?.then((admin) => admin.disconnect())]);
+  }
+}
+
+/** How long new topics may take to get a leader for every partition before connect() fails (and is retried). */
+const TOPIC_LEADERS_TIMEOUT_MS = 30_000;
+
+/** Waits until every partition of the topics has a leader, as the metadata of any broker asked tells. */
+async function awaitLeaders(admin: Admin, topics: readonly string[]): Promise<void> {
+  const deadline = Date.now() + TOPIC_LEADERS_TIMEOUT_MS;
+  for (;;) {
+    const ready = await admin
+      .fetchTopicMetadata({ topics: [...topics] })
+      .then((m) => m.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
+      .catch(() => false);
+    if (ready) return;
+    if (Date.now() > deadline) throw new Error(`new topics without a leader after ${TOPIC_LEADERS_TIMEOUT_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** Consecutive runs of messages whose sizes add up to at most `limit` (a message alone over it is a run of one). */
+export function chunkBySize<T extends { bytes: number }>(items: readonly T[], limit: number): T[][] {
+  const chunks: T[][] = [];
+  let current: T[] = [];
+  let size = 0;
+  for (const item of items) {
+    if (current.length > 0 && size + item.bytes > limit) {
+      chunks.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(item);
+    size += item.bytes;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}

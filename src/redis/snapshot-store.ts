@@ -1,0 +1,321 @@
+import type { FullScanType } from '../core/domain.js';
+import { durably, type AccountKeys, type BridgeRedis } from './connection.js';
+import { z } from 'zod';
+import { ResyncRequestSchema, type ResyncRequest } from '../core/resync-request.js';
+import { decodeEntry, encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
+
+// The snapshot store: the bridge's memory of every review, and the checkpoint that says how far it got.
+// Entries live in hash buckets of 128 reviews (field = id within the bucket) because small hashes are stored as
+// compact listpacks: this is what keeps the snapshot at 80-120 bytes a review.
+
+const BUCKET_BITS = 7;
+
+/** Where the passes stand; every field is written only by a fenced commit. */
+export interface Checkpoint {
+  /** Largest updated_date (ms) covered by a complete incremental poll or load; null before the initial load. */
+  watermark: number | null;
+  /** True once the initial load of an empty snapshot has completed. */
+  initialDone: boolean;
+  /** A sweep (or the initial load) in progress: its kind, resume cursor and progress. */
+  sweep: { kind: FullScanType; cursor: string | null; startedAt: number; seen: number } | null;
+  /** When the last sweep (or initial load) completed (ms). */
+  lastSweepAt: number | null;
+  /** When the last incremental poll completed (ms). */
+  lastIncrementalAt: number | null;
+}
+
+/** Changes to the checkpoint made with a page commit; undefined leaves a field as it is. */
+export interface CheckpointUpdate {
+  watermark?: number;
+  initialDone?: boolean;
+  sweep?: Checkpoint['sweep'];
+  lastSweepAt?: number;
+  lastIncrementalAt?: number;
+}
+
+/** Progress of the running (or last) sweep, initial load or resync, as the leader publishes it for `status`. */
+export const PassProgressSchema = z.object({
+  kind: z.enum(['initial', 'sweep', 'resync']),
+  /** The resync request this pass serves (resync only), so `resync --wait` follows the right one. */
+  requestId: z.string().nullable(),
+  seen: z.number().int().nonnegative(),
+  estimatedTotal: z.number().int().nonnegative().nullable(),
+  startedAt: z.number().int(),
+  finishedAt: z.number().int().nullable(),
+});
+
+/** Progress of a long pass as stored in Redis. */
+export type PassProgress = z.infer<typeof PassProgressSchema>;
+
+/** Thrown when a commit is refused because another replica has taken the lease since. */
+export class FencedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FencedError';
+  }
+}
+
+const num = (v: string | undefined): number | null => (v === undefined || v === '' ? null : Number(v));
+
+/** Reads and commits snapshot entries and the checkpoint of one account. */
+export class SnapshotStore {
+  constructor(
+    private readonly redis: BridgeRedis,
+    private readonly keys: AccountKeys,
+  ) {}
+
+  /** The entries of the given reviews, in one pipelined round trip. */
+  async read(ids: readonly number[]): Promise<Map<number, SnapshotEntry>> {
+    const byBucket = new Map<number, number[]>();
+    for (const id of ids) {
+      const bucket = Math.floor(id / 2 ** BUCKET_BITS);
+      let list = byBucket.get(bucket);
+      if (!list) byBucket.set(bucket, (list = []));
+      list.push(id);
+    }
+    const pipeline = this.redis.pipeline();
+    const order = [...byBucket.entries()];
+    for (const [bucket, list] of order) {
+      pipeline.hmgetBuffer(this.keys.bucket(bucket), ...list.map(fieldOf));
+    }
+    const results = (await pipeline.exec()) ?? [];
+    const entries = new Map<number, SnapshotEntry>();
+    order.forEach(([, list], i) => {
+      const [err, values] = results[i] ?? [new Error('missing pipeline result'), null];
+      if (err) throw err;
+      (values as (Buffer | null)[]).forEach((value, j) => {
+        if (value) entries.set(list[j]!, decodeEntry(value));
+      });
+    });
+    return entries;
+  }
+
+  /** Writes entries and checkpoint atomically; throws FencedError if `epoch` is no longer current. */
+  async commit(
+    epoch: number,
+    entries: ReadonlyArray<[number, SnapshotEntry]>,
+    update: CheckpointUpdate,
+  ): Promise<void> {
+    const { bucketKeys, triples } = this.entryArgs(entries);
+    const pairs = checkpointPairs(update);
+    const keys = [this.keys.epoch, this.keys.checkpoint, this.keys.count, ...bucketKeys];
+    try {
+      // Replicas acknowledge the commit before the next page is published (see README: a Redis failover).
+      await durably(this.redis, (p) =>
+        p.bridgeCommit(keys.length, ...keys, String(epoch), String(pairs.length / 2), ...pairs, ...triples),
+      );
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('FENCED')) throw new FencedError(err.message);
+      throw err;
+    }
+  }
+
+  /**
+   * The current checkpoint, confirmed by the replicas: a pass resumes only from a state a failover cannot undo
+   * (after a commit whose acknowledgement timed out, this read waits for it again or fails).
+   */
+  async checkpoint(): Promise<Checkpoint> {
+    const [h] = (await durably(this.redis, (p) => p.hgetall(this.keys.checkpoint))) as [Record<string, string>];
+    const sweepKind = h.sweep_kind === 'initial' || h.sweep_kind === 'sweep' ? h.sweep_kind : null;
+    return {
+      watermark: num(h.watermark),
+      initialDone: h.initial_done === '1',
+      sweep: sweepKind
+        ? {
+            kind: sweepKind,
+            cursor: h.sweep_cursor ? h.sweep_cursor : null,
+            startedAt: num(h.sweep_started_at) ?? 0,
+            seen: num(h.sweep_seen) ?? 0,
+          }
+        : null,
+      lastSweepAt: num(h.last_sweep_at),
+      lastIncrementalAt: num(h.last_incremental_at),
+    };
+  }
+
+  /** Number of reviews in the snapshot. */
+  async size(): Promise<number> {
+    return Number((await this.redis.get(this.keys.count)) ?? 0);
+  }
+
+  /**
+   * Which of these bad records (by digest) were not dead-lettered recently. Polls re-read a bad record for as
+   * long as it stays in the overlap window; without this the dead-letter topic would get a copy every poll.
+   */
+  async unseenDeadLetters(digests: readonly string[]): Promise<Set<string>> {
+    if (digests.length === 0) return new Set();
+    const pipeline = this.redis.pipeline();
+    for (const d of digests) pipeline.exists(this.keys.deadLettered(d));
+    const results = (await pipeline.exec()) ?? [];
+    return new Set(digests.filter((_, i) => results[i]?.[1] === 0));
+  }
+
+  /** Remembers dead-lettered records (after they were published) for `ttlSeconds`. */
+  async rememberDeadLetters(digests: Iterable<string>, ttlSeconds: number): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const d of digests) pipeline.set(this.keys.deadLettered(d), '1', 'EX', ttlSeconds);
+    await pipeline.exec();
+  }
+
+  /**
+   * Every entry of the account, a batch per SCAN step (about `count` buckets of up to 128 reviews each), for the
+   * deletion check at the end of a complete sweep. SCAN may return a bucket twice; this never yields an id twice.
+   */
+  async *scanEntries(count = 100): AsyncGenerator<Array<[number, SnapshotEntry]>> {
+    const seenBuckets = new Set<string>();
+    let cursor = '0';
+    do {
+      const [next, found] = await this.redis.scan(cursor, 'MATCH', this.keys.bucketPattern, 'COUNT', count);
+      cursor = next;
+      const fresh = found.filter((key) => !seenBuckets.has(key));
+      if (fresh.length === 0) continue;
+      const pipeline = this.redis.pipeline();
+      for (const key of fresh) pipeline.hgetallBuffer(key);
+      const results = (await pipeline.exec()) ?? [];
+      const batch: Array<[number, SnapshotEntry]> = [];
+      fresh.forEach((key, i) => {
+        seenBuckets.add(key);
+        const [err, value] = results[i] ?? [new Error('missing pipeline result'), null];
+        if (err) throw err;
+        const bucket = Number(key.slice(key.lastIndexOf(':') + 1));
+        for (const [field, entry] of Object.entries(value as Record<string, Buffer>)) {
+          batch.push([bucket * 2 ** BUCKET_BITS + Number(field), decodeEntry(entry)]);
+        }
+      });
+      if (batch.length > 0) yield batch;
+    } while (cursor !== '0');
+  }
+
+  /**
+   * Removes the entries of deleted reviews, each only if it still equals the entry the deletion was decided on;
+   * returns how many were removed. Throws FencedError if `epoch` is no longer current.
+   */
+  async removeEntries(epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>): Promise<number> {
+    if (entries.length === 0) return 0;
+    const { bucketKeys, triples } = this.entryArgs(entries);
+    const keys = [this.keys.epoch, this.keys.count, ...bucketKeys];
+    try {
+      return await this.redis.bridgeRemove(keys.length, ...keys, String(epoch), ...triples);
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('FENCED')) throw new FencedError(err.message);
+      throw err;
+    }
+  }
+
+  /** Pauses the bridge (operator command): the leader makes no upstream request while the flag is set. */
+  async pause(now = Date.now()): Promise<void> {
+    // NX keeps the time of the first pause, so the "paused for too long" alert measures from it.
+    await this.redis.set(this.keys.paused, String(now), 'NX');
+  }
+
+  /** Lifts a pause; returns whether the bridge was paused. */
+  async resume(): Promise<boolean> {
+    return (await this.redis.del(this.keys.paused)) === 1;
+  }
+
+  /** When the bridge was paused (ms), or null when it is not: the leader checks it every tick. */
+  async pausedSince(): Promise<number | null> {
+    return num((await this.redis.get(this.keys.paused)) ?? undefined);
+  }
+
+  // Script arguments of entries: the bucket keys they touch and (bucket index, field, encoded entry) triples.
+  private entryArgs(entries: ReadonlyArray<[number, SnapshotEntry]>) {
+    const bucketKeys: string[] = [];
+    const bucketIndex = new Map<number, number>();
+    const triples: (string | Buffer)[] = [];
+    for (const [id, entry] of entries) {
+      const bucket = Math.floor(id / 2 ** BUCKET_BITS);
+      let index = bucketIndex.get(bucket);
+      if (index === undefined) {
+        index = bucketKeys.push(this.keys.bucket(bucket));
+        bucketIndex.set(bucket, index);
+      }
+      triples.push(String(index), fieldOf(id), encodeEntry(entry));
+    }
+    return { bucketKeys, triples };
+  }
+
+  /** Asks the leader for a sweep now (from the CLI or an operator); not fenced, it is only a request. */
+  async requestSweep(): Promise<void> {
+    await this.redis.set(this.keys.sweepRequest, String(Date.now()));
+  }
+
+  /** Whether a sweep request is pending (not yet taken by the leader). */
+  async sweepRequested(): Promise<boolean> {
+    return (await this.redis.exists(this.keys.sweepRequest)) === 1;
+  }
+
+  /** Takes a pending sweep request, if any. */
+  async takeSweepRequest(): Promise<boolean> {
+    return (await this.redis.getdel(this.keys.sweepRequest)) !== null;
+  }
+
+  /** Records a resync request for the leader (replaces a pending one); not fenced, it is only a request. */
+  async requestResync(request: ResyncRequest): Promise<void> {
+    await this.redis.set(this.keys.resyncRequest, JSON.stringify(request));
+  }
+
+  /** Takes the pending resync request, if any; an unreadable one is dropped and reported as 'invalid'. */
+  async takeResyncRequest(): Promise<ResyncRequest | 'invalid' | null> {
+    const raw = await this.redis.getdel(this.keys.resyncRequest);
+    if (raw === null) return null;
+    try {
+      return ResyncRequestSchema.parse(JSON.parse(raw));
+    } catch {
+      return 'invalid';
+    }
+  }
+
+  /** The pending resync request without taking it (for `status`). */
+  async pendingResync(): Promise<ResyncRequest | null> {
+    const raw = await this.redis.get(this.keys.resyncRequest);
+    const parsed = raw === null ? null : ResyncRequestSchema.safeParse(safeJson(raw));
+    return parsed?.success ? parsed.data : null;
+  }
+
+  /** Publishes the progress of the running pass (the leader, every page or so; one SET). */
+  async setPassProgress(progress: PassProgress): Promise<void> {
+    await this.redis.set(this.keys.progress, JSON.stringify(progress));
+  }
+
+  /** The progress of the running (or last) long pass, or null when none was recorded. */
+  async passProgress(): Promise<PassProgress | null> {
+    const raw = await this.redis.get(this.keys.progress);
+    const parsed = raw === null ? null : PassProgressSchema.safeParse(safeJson(raw));
+    return parsed?.success ? parsed.data : null;
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+function fieldOf(id: number): string {
+  return String(id % 2 ** BUCKET_BITS);
+}
+
+function checkpointPairs(u: CheckpointUpdate): string[] {
+  const pairs: string[] = [];
+  if (u.watermark !== undefined) pairs.push('watermark', String(u.watermark));
+  if (u.initialDone !== undefined) pairs.push('initial_done', u.initialDone ? '1' : '');
+  if (u.lastSweepAt !== undefined) pairs.push('last_sweep_at', String(u.lastSweepAt));
+  if (u.lastIncrementalAt !== undefined) pairs.push('last_incremental_at', String(u.lastIncrementalAt));
+  if (u.sweep !== undefined) {
+    const s = u.sweep;
+    pairs.push(
+      'sweep_kind',
+      s ? s.kind : '',
+      'sweep_cursor',
+      s?.cursor ?? '',
+      'sweep_started_at',
+      s ? String(s.startedAt) : '',
+      'sweep_seen',
+      s ? String(s.seen) : '',
+    );
+  }
+  return pairs;
+}

@@ -1,0 +1,225 @@
+import { describe, expect, it } from 'vitest';
+import { Lease } from '../../../src/redis/lease.js';
+import { accountKeys, connectRedis, ReplicationError, type BridgeRedis } from '../../../src/redis/connection.js';
+import { fingerprint, type SnapshotEntry } from '../../../src/core/snapshot-entry.js';
+import { FencedError, SnapshotStore } from '../../../src/redis/snapshot-store.js';
+import { redisUrl, uniqueName } from '../../helpers/services.js';
+import { afterEach } from 'vitest';
+
+const open: BridgeRedis[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((r) => r.quit()));
+});
+
+function setup(ttlMs = 5_000) {
+  const redis = connectRedis(redisUrl());
+  open.push(redis);
+  const keys = accountKeys(uniqueName('rb'), 'acct');
+  return { redis, keys, store: new SnapshotStore(redis, keys), lease: new Lease(redis, keys, ttlMs) };
+}
+
+function entry(i: number, sequence = 1): SnapshotEntry {
+  return {
+    client: i % 3 === 0 ? 'REJECTED' : 'APPROVED',
+    pwr: 'APPROVED',
+    updatedDate: 1_700_000_000_000 + i,
+    sequence,
+    observedAt: 1_700_000_100_000,
+    ...fingerprint({
+      id: i,
+      updated_date: 1,
+      client_publication_status: 'x',
+      pwr_publication_status: 'x',
+      headline: `headline ${i}`,
+      comments: `comment ${i}`,
+      rating: (i % 5) + 1,
+    }),
+  };
+}
+
+describe('SnapshotStore', () => {
+  it('commits entries and checkpoint atomically and reads them back in one round trip', async () => {
+    const { store, lease } = setup();
+    const epoch = await lease.renew();
+    expect(epoch).toBeGreaterThan(0);
+    const entries: [number, SnapshotEntry][] = [1, 2, 127, 128, 5_000_000].map((id) => [id, entry(id)]);
+    await store.commit(epoch, entries, {
+      watermark: 100,
+      sweep: { kind: 'initial', cursor: 'c1', startedAt: 5, seen: 5 },
+    });
+    const read = await store.read([1, 2, 3, 127, 128, 5_000_000]);
+    expect([...read.keys()].sort((a, b) => a - b)).toEqual([1, 2, 127, 128, 5_000_000]);
+    expect(read.get(128)).toEqual(entry(128));
+    expect(await store.size()).toBe(5);
+    const ckpt = await store.checkpoint();
+    expect(ckpt.watermark).toBe(100);
+    expect(ckpt.sweep).toEqual({ kind: 'initial', cursor: 'c1', startedAt: 5, seen: 5 });
+    expect(ckpt.initialDone).toBe(false);
+
+    // Overwrites do not count as new reviews; the sweep state clears.
+    await store.commit(epoch, [[1, entry(1, 2)]], { sweep: null, initialDone: true, lastSweepAt: 9 });
+    expect(await store.size()).toBe(5);
+    const after = await store.checkpoint();
+    expect(after.sweep).toBeNull();
+    expect(after.initialDone).toBe(true);
+    expect(after.lastSweepAt).toBe(9);
+    expect((await store.read([1])).get(1)?.sequence).toBe(2);
+  });
+
+  it('never moves the watermark back', async () => {
+    const { store, lease } = setup();
+    const epoch = await lease.renew();
+    await store.commit(epoch, [], { watermark: 500 });
+    await store.commit(epoch, [], { watermark: 400 });
+    expect((await store.checkpoint()).watermark).toBe(500);
+    await store.commit(epoch, [], { watermark: 600 });
+    expect((await store.checkpoint()).watermark).toBe(600);
+  });
+
+  it('refuses a commit under a superseded epoch and leaves everything as it was', async () => {
+    const { redis, keys, store, lease } = setup(300);
+    const old = await lease.renew();
+    await store.commit(old, [[1, entry(1)]], { watermark: 1_000 });
+    // The old leader pauses past its lease; another replica takes over.
+    await new Promise((r) => setTimeout(r, 400));
+    const other = new Lease(redis, keys, 300);
+    const next = await other.renew();
+    expect(next).toBeGreaterThan(old);
+    await expect(
+      store.commit(
+        old,
+        [
+          [1, entry(1, 9)],
+          [2, entry(2)],
+        ],
+        { watermark: 2_000 },
+      ),
+    ).rejects.toBeInstanceOf(FencedError);
+    expect((await store.checkpoint()).watermark).toBe(1_000);
+    expect((await store.read([1])).get(1)?.sequence).toBe(1);
+    expect((await store.read([2])).size).toBe(0);
+    await store.commit(next, [], { watermark: 1_500 });
+    expect((await store.checkpoint()).watermark).toBe(1_500);
+  });
+
+  it('keeps one leader per account and hands over on release', async () => {
+    const { redis, keys } = setup();
+    const a = new Lease(redis, keys, 5_000);
+    const b = new Lease(redis, keys, 5_000);
+    const ea = await a.renew();
+    expect(ea).toBeGreaterThan(0);
+    expect(await b.renew()).toBe(0);
+    expect(await a.renew()).toBe(ea);
+    await a.release();
+    const eb = await b.renew();
+    expect(eb).toBeGreaterThan(ea);
+  });
+
+  it('never hands an epoch out twice, even when a failover lost the last increment of the counter', async () => {
+    const { redis, keys, lease } = setup();
+    const first = await lease.renew();
+    // What a promoted replica may look like: the lease and the counter's last increment never arrived.
+    await redis.del(keys.lease);
+    await redis.set(keys.epoch, String(first - 1));
+    // A failover takes at least Sentinel's down-after time (seconds); a few ms are enough for the clock to move.
+    await new Promise((r) => setTimeout(r, 5));
+    const other = new Lease(redis, keys, 5_000);
+    expect(await other.renew()).toBeGreaterThan(first);
+  });
+
+  it('refuses to build on a commit, lease or checkpoint that no replica acknowledged', async () => {
+    const keys = accountKeys(uniqueName('rb'), 'acct');
+    // The shared test Redis has no replica, so a client that needs one acknowledgement never gets it.
+    const redis = connectRedis({
+      target: { kind: 'standalone', url: redisUrl() },
+      waitReplicas: 1,
+      waitTimeoutMs: 50,
+    });
+    open.push(redis);
+    const store = new SnapshotStore(redis, keys);
+    await expect(new Lease(redis, keys, 5_000).renew()).rejects.toBeInstanceOf(ReplicationError);
+    await expect(store.checkpoint()).rejects.toBeInstanceOf(ReplicationError);
+    const epoch = Number((await redis.get(keys.lease))!.split('|')[1]);
+    await expect(store.commit(epoch, [[1, entry(1)]], { watermark: 5 })).rejects.toBeInstanceOf(ReplicationError);
+    // The writes themselves happened on the primary; only their durability is unconfirmed.
+    expect(await redis.hget(keys.checkpoint, 'watermark')).toBe('5');
+  });
+
+  it('stores a review in at most 200 bytes of Redis memory', async () => {
+    const { redis, keys, store, lease } = setup();
+    const epoch = await lease.renew();
+    const n = 12_800;
+    for (let start = 1; start <= n; start += 1_000) {
+      const batch: [number, SnapshotEntry][] = [];
+      for (let id = start; id < start + 1_000 && id <= n; id++) batch.push([id, entry(id)]);
+      await store.commit(epoch, batch, {});
+    }
+    let bytes = 0;
+    let cursor = '0';
+    do {
+      const [next, found] = await redis.scan(cursor, 'MATCH', keys.bucketPattern, 'COUNT', 1_000);
+      cursor = next;
+      for (const key of found) bytes += (await redis.memory('USAGE', key, 'SAMPLES', 0)) ?? 0;
+    } while (cursor !== '0');
+    const perReview = bytes / n;
+    console.log(`snapshot: ${perReview.toFixed(1)} bytes per review in Redis (${n} reviews)`);
+    expect(perReview).toBeLessThanOrEqual(200);
+    expect(await store.size()).toBe(n);
+  });
+
+  it('lists every entry of the account by scanning its buckets, and only its own', async () => {
+    const { store, lease, redis, keys } = setup();
+    const epoch = await lease.renew();
+    const ids = [0, 1, 127, 128, 129, 1_000, 77_777, 5_000_000];
+    await store.commit(
+      epoch,
+      ids.map((id) => [id, entry(id)]),
+      {},
+    );
+    // Another account under the same prefix must not appear.
+    const other = new SnapshotStore(redis, accountKeys(keys.epoch.split(':')[0]!, 'other'));
+    await redis.set(accountKeys(keys.epoch.split(':')[0]!, 'other').epoch, '1');
+    await other.commit(1, [[3, entry(3)]], {});
+    const seen: [number, SnapshotEntry][] = [];
+    for await (const batch of store.scanEntries(2)) seen.push(...batch);
+    expect(seen.map(([id]) => id).sort((a, b) => a - b)).toEqual(ids);
+    expect(new Map(seen).get(77_777)).toEqual(entry(77_777));
+  });
+
+  it('removes entries fenced by the epoch, and only those unchanged since the deletion was decided', async () => {
+    const { store, lease, redis, keys } = setup();
+    const epoch = await lease.renew();
+    await store.commit(
+      epoch,
+      [1, 2, 3, 200].map((id) => [id, entry(id)]),
+      {},
+    );
+    // Review 2 was seen again (sequence moved) after the sweep decided to delete it: it stays.
+    await store.commit(epoch, [[2, entry(2, 5)]], {});
+    expect(
+      await store.removeEntries(epoch, [
+        [1, entry(1)],
+        [2, entry(2)],
+        [200, entry(200)],
+      ]),
+    ).toBe(2);
+    expect([...(await store.read([1, 2, 3, 200])).keys()]).toEqual([2, 3]);
+    expect(await store.size()).toBe(2);
+    // Removing again is a no-op; a stale epoch is refused and removes nothing.
+    expect(await store.removeEntries(epoch, [[1, entry(1)]])).toBe(0);
+    await redis.incr(keys.epoch);
+    await expect(store.removeEntries(epoch, [[3, entry(3)]])).rejects.toBeInstanceOf(FencedError);
+    expect(await store.size()).toBe(2);
+  });
+
+  it('keeps a pause flag with the time of the first pause until resumed', async () => {
+    const { store } = setup();
+    expect(await store.pausedSince()).toBeNull();
+    await store.pause(1_000);
+    await store.pause(2_000);
+    expect(await store.pausedSince()).toBe(1_000);
+    expect(await store.resume()).toBe(true);
+    expect(await store.pausedSince()).toBeNull();
+    expect(await store.resume()).toBe(false);
+  });
+});

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { Lease } from '../../../src/redis/lease.js';
+import { LeaseKeeper } from '../../../src/bridge/lease-keeper.js';
+import type { AccountKeys, BridgeRedis } from '../../../src/redis/connection.js';
+import { FakeLease, silentLogger } from '../../helpers/fakes.js';
+
+describe('LeaseKeeper', () => {
+  it('never starts a renewal while the previous one is pending, however slow Redis answers', async () => {
+    const lease = new FakeLease();
+    lease.delayMs = 60;
+    const keeper = new LeaseKeeper(lease, { periodMs: 5, logger: silentLogger });
+    keeper.start();
+    // The loop's own renewal joins the one under way instead of sending another.
+    const joined = await Promise.all([keeper.renewNow(), keeper.renewNow(), keeper.renewNow()]);
+    await new Promise((r) => setTimeout(r, 300));
+    await keeper.stop();
+    expect(joined).toEqual([1, 1, 1]);
+    expect(lease.maxInFlight).toBe(1);
+    expect(lease.renewals).toBeGreaterThanOrEqual(3);
+  });
+
+  it('reports a lost lease once, when another replica takes it', async () => {
+    const lease = new FakeLease();
+    const lost: number[] = [];
+    const keeper = new LeaseKeeper(lease, { periodMs: 5, logger: silentLogger, onLost: (e) => lost.push(e) });
+    await keeper.renewNow();
+    lease.epoch = 2;
+    lease.leading = false;
+    await keeper.renewNow();
+    await keeper.renewNow();
+    expect(lost).toEqual([1]);
+  });
+
+  it('release stops renewing and gives the lease up', async () => {
+    const lease = new FakeLease();
+    const keeper = new LeaseKeeper(lease, { periodMs: 5, logger: silentLogger });
+    keeper.start();
+    await new Promise((r) => setTimeout(r, 30));
+    await keeper.release();
+    const after = lease.renewals;
+    await new Promise((r) => setTimeout(r, 30));
+    expect(lease.renewals).toBe(after);
+    expect(lease.released).toBe(1);
+  });
+});
+
+describe('Lease', () => {
+  it('stamps a renewal with the time the request was sent, so its view expires no later than the lease', async () => {
+    let now = 1_000;
+    // Redis answers 400 ms after the request was sent; the ttl started when it ran the script.
+    const pipeline = {
+      bridgeLeaseAcquire: () => pipeline,
+      exec: async () => {
+        now += 400;
+        return [[null, 7]];
+      },
+    };
+    const redis = { durability: { replicas: 0, timeoutMs: 0 }, pipeline: () => pipeline } as unknown as BridgeRedis;
+    const lease = new Lease(redis, { lease: 'l', epoch: 'e' } as AccountKeys, 1_000, () => now);
+    expect(await lease.renew()).toBe(7);
+    now = 1_999;
+    expect(lease.current()).toBe(7);
+    // 1 000 ms after sending: the lease may have expired at Redis, so this replica must not think it leads.
+    now = 2_000;
+    expect(lease.current()).toBe(0);
+  });
+});

@@ -1,0 +1,323 @@
+import { describe, expect, it } from 'vitest';
+import { errorKind } from '../../../src/ops/logger.js';
+import { BridgeLoop } from '../../../src/bridge/loop.js';
+import type { FullScanRun, PassRunner } from '../../../src/bridge/passes/index.js';
+import type { PassSummary } from '../../../src/bridge/pipeline.js';
+import type { Checkpoint } from '../../../src/redis/snapshot-store.js';
+import { UpstreamError } from '../../../src/upstream/errors.js';
+import type { ResyncRequest } from '../../../src/core/resync-request.js';
+import { FakeLease, silentLogger, testMetrics } from '../../helpers/fakes.js';
+
+// The loop on fakes: what it runs, in which order, and what it does on failure and stop. Short real intervals keep
+// these fast; the decisions under test depend on order, not on timing.
+
+const summary = (): PassSummary => ({ pages: 0, reviews: 0, events: 0, deadLetters: 0 });
+
+class ScriptedPasses implements PassRunner {
+  readonly calls: string[] = [];
+  ckpt: Checkpoint = { watermark: 1, initialDone: true, sweep: null, lastSweepAt: 0, lastIncrementalAt: null };
+  sweepRequested = false;
+  scanPages = 3;
+  failScanAt: number | null = null;
+  failPoll = false;
+  closed = 0;
+  settled = 0;
+
+  async checkpoint(): Promise<Checkpoint> {
+    return { ...this.ckpt };
+  }
+
+  async takeSweepRequest(): Promise<boolean> {
+    const r = this.sweepRequested;
+    this.sweepRequested = false;
+    return r;
+  }
+
+  async incremental(): Promise<PassSummary> {
+    await new Promise((r) => setImmediate(r));
+    this.calls.push('poll');
+    if (this.failPoll) throw new UpstreamError('server', 'upstream answered 500 with secret=hunter2');
+    return summary();
+  }
+
+  async openFullScan(): Promise<FullScanRun> {
+    const type = this.ckpt.initialDone ? 'sweep' : 'initial';
+    this.calls.push(`open ${type}`);
+    // Like the real store, an open scan is in the checkpoint until it completes, so a retry resumes it.
+    this.ckpt = { ...this.ckpt, sweep: { kind: type, cursor: null, startedAt: 0, seen: 0 } };
+    return this.scripted(type, 'step', this.scanPages, () => {
+      this.ckpt = { ...this.ckpt, initialDone: true, lastSweepAt: Date.now(), sweep: null };
+    });
+  }
+
+  /** A long pass of `pages` pages that logs each step as `<label> <page>` and fails once at `failScanAt`. */
+  private scripted(type: FullScanRun['type'], label: string, pages: number, onDone: () => void): FullScanRun {
+    let page = 0;
+    return {
+      type,
+      summary: summary(),
+      step: async () => {
+        // A real page involves I/O; yielding here keeps the test's timers running.
+        await new Promise((r) => setImmediate(r));
+        page += 1;
+        if (page === this.failScanAt) {
+          this.failScanAt = null;
+          this.calls.push(`${label} ${page} fails`);
+          throw new Error(`${type} page failed`);
+        }
+        if (page > pages) {
+          this.calls.push(`${type} done`);
+          onDone();
+          return false;
+        }
+        this.calls.push(`${label} ${page}`);
+        return true;
+      },
+      close: async () => {
+        this.closed += 1;
+      },
+    };
+  }
+
+  async settle(): Promise<void> {
+    this.settled += 1;
+  }
+
+  pausedAt: number | null = null;
+  resyncs: ResyncRequest[] = [];
+  resyncPages = 2;
+  requeued: ResyncRequest[] = [];
+
+  async takeResync(): Promise<ResyncRequest | null> {
+    return this.resyncs.shift() ?? null;
+  }
+
+  async requeueResync(request: ResyncRequest): Promise<void> {
+    this.requeued.push(request);
+  }
+
+  async openResync(_epoch: number, _signal: AbortSignal, request: ResyncRequest): Promise<FullScanRun> {
+    this.calls.push(`open resync ${request.id}`);
+    return this.scripted('resync', 'resync', this.resyncPages, () => undefined);
+  }
+
+  heartbeats: { epoch: number; paused: boolean }[] = [];
+
+  async pausedSince(): Promise<number | null> {
+    return this.pausedAt;
+  }
+
+  async heartbeat(epoch: number, paused: boolean): Promise<void> {
+    this.heartbeats.push({ epoch, paused });
+  }
+}
+
+function loopOn(
+  passes: ScriptedPasses,
+  lease = new FakeLease(),
+  pollIntervalMs = 10_000,
+  pollMinIntervalMs?: number,
+  heartbeatIntervalMs?: number,
+) {
+  const metrics = testMetrics();
+  const loop = new BridgeLoop({
+    passes,
+    lease,
+    metrics,
+    logger: silentLogger,
+    timing: {
+      pollIntervalMs,
+      pollMinIntervalMs,
+      heartbeatIntervalMs,
+      sweepIntervalMs: 0,
+      leaseTtlMs: 600,
+      maxBackoffMs: 20,
+    },
+  });
+  return { loop, lease, metrics };
+}
+
+async function until(cond: () => boolean, ms = 3_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('BridgeLoop', () => {
+  it('runs the initial load to its end before the first poll, then polls', async () => {
+    const passes = new ScriptedPasses();
+    passes.ckpt = { ...passes.ckpt, initialDone: false, watermark: null, lastSweepAt: null };
+    const { loop } = loopOn(passes);
+    loop.start();
+    await until(() => passes.calls.includes('poll'));
+    await loop.stop();
+    expect(passes.calls.slice(0, 6)).toEqual(['open initial', 'step 1', 'step 2', 'step 3', 'initial done', 'poll']);
+  });
+
+  it('polls at the minimum interval while no sweep runs and falls back to the poll interval during one', async () => {
+    const idle = new ScriptedPasses();
+    const fast = loopOn(idle, new FakeLease(), 10_000, 20);
+    fast.loop.start();
+    await new Promise((r) => setTimeout(r, 400));
+    await fast.loop.stop();
+    expect(idle.calls.filter((c) => c === 'poll').length).toBeGreaterThanOrEqual(5);
+
+    const busy = new ScriptedPasses();
+    busy.sweepRequested = true;
+    busy.scanPages = 1_000_000;
+    const slow = loopOn(busy, new FakeLease(), 10_000, 20);
+    slow.loop.start();
+    await new Promise((r) => setTimeout(r, 400));
+    await slow.loop.stop();
+    // The first poll was scheduled before the sweep opened; after it, the 10 s interval applies.
+    expect(busy.calls.filter((c) => c === 'poll').length).toBeLessThanOrEqual(2);
+    expect(busy.calls.filter((c) => c.startsWith('step')).length).toBeGreaterThan(5);
+  });
+
+  it('lets a due poll cut in between the pages of a sweep', async () => {
+    const passes = new ScriptedPasses();
+    passes.sweepRequested = true;
+    passes.scanPages = 50;
+    const { loop } = loopOn(passes, new FakeLease(), 1);
+    loop.start();
+    await until(() => passes.calls.filter((c) => c === 'poll').length >= 3);
+    await loop.stop();
+    const first = passes.calls.indexOf('open sweep');
+    // After the sweep opened, polls are interleaved with its steps rather than waiting for its end.
+    const afterOpen = passes.calls.slice(first);
+    expect(afterOpen.indexOf('poll')).toBeLessThan(
+      afterOpen.indexOf('sweep done') === -1 ? Infinity : afterOpen.indexOf('sweep done'),
+    );
+    expect(afterOpen.filter((c) => c.startsWith('step')).length).toBeGreaterThan(0);
+  });
+
+  it('counts a failed sweep page as a failed sweep, closes its iterator and resumes it', async () => {
+    const passes = new ScriptedPasses();
+    passes.sweepRequested = true;
+    passes.failScanAt = 2;
+    const { loop, metrics } = loopOn(passes);
+    loop.start();
+    await until(() => passes.calls.includes('sweep done'));
+    await loop.stop();
+    expect(passes.closed).toBeGreaterThanOrEqual(1);
+    expect(passes.calls.filter((c) => c === 'open sweep')).toHaveLength(2);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/reviews_bridge_passes_total\{[^}]*pass="sweep"[^}]*outcome="error"[^}]*\} 1/);
+    expect(text).toMatch(/reviews_bridge_passes_total\{[^}]*pass="incremental"[^}]*outcome="error"[^}]*\} 0/);
+  });
+
+  it('reports the kind of the last failure in health, never its message', async () => {
+    const passes = new ScriptedPasses();
+    passes.failPoll = true;
+    const { loop } = loopOn(passes);
+    loop.start();
+    await until(() => loop.health().lastError !== null);
+    await loop.stop();
+    expect(loop.health().lastError).toBe('upstream:server');
+    expect(JSON.stringify(loop.health())).not.toContain('hunter2');
+  });
+
+  it('stands by without running a pass while another replica leads, and leads once the lease is free', async () => {
+    const passes = new ScriptedPasses();
+    const lease = new FakeLease();
+    lease.leading = false;
+    const { loop } = loopOn(passes, lease);
+    loop.start();
+    await until(() => loop.health().role === 'standby');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(passes.calls).toEqual([]);
+    lease.leading = true;
+    await until(() => passes.calls.includes('poll'));
+    expect(loop.health().role).toBe('leader');
+    await loop.stop();
+  });
+
+  it('on stop lets the page in flight finish, closes the sweep, then releases the lease', async () => {
+    const passes = new ScriptedPasses();
+    passes.sweepRequested = true;
+    passes.scanPages = 1_000_000;
+    const { loop, lease } = loopOn(passes);
+    loop.start();
+    await until(() => passes.calls.includes('step 2'));
+    await loop.stop();
+    expect(passes.settled).toBe(1);
+    expect(passes.closed).toBe(1);
+    expect(lease.released).toBe(1);
+  });
+});
+
+describe('BridgeLoop resync', () => {
+  const request: ResyncRequest = { id: 'r1', requestedAt: 0, scope: { kind: 'all' } };
+
+  it('runs a requested resync between polls and runs it again after a failed page', async () => {
+    const passes = new ScriptedPasses();
+    passes.resyncs.push(request);
+    passes.failScanAt = 2;
+    const { loop } = loopOn(passes);
+    loop.start();
+    await until(() => passes.calls.includes('resync done'));
+    await loop.stop();
+    expect(passes.calls.filter((c) => c === 'open resync r1')).toHaveLength(2);
+    expect(passes.requeued).toEqual([]);
+  });
+
+  it('hands a resync it has not finished back when it stops leading', async () => {
+    const passes = new ScriptedPasses();
+    passes.resyncs.push(request);
+    passes.resyncPages = 1_000_000;
+    const lease = new FakeLease();
+    const { loop } = loopOn(passes, lease);
+    loop.start();
+    await until(() => passes.calls.includes('resync 3'));
+    lease.leading = false;
+    await until(() => passes.requeued.length === 1);
+    await loop.stop();
+    expect(passes.requeued).toEqual([request]);
+  });
+});
+
+describe('BridgeLoop pause and heartbeat', () => {
+  it('makes no pass while paused (within a second of the flag) and goes on after resume', async () => {
+    const passes = new ScriptedPasses();
+    passes.sweepRequested = true;
+    passes.scanPages = 1_000_000;
+    const { loop, metrics } = loopOn(passes, new FakeLease(), 10_000, 20);
+    loop.start();
+    await until(() => passes.calls.includes('step 3'));
+    passes.pausedAt = Date.now();
+    await new Promise((r) => setTimeout(r, 1_200));
+    const atPause = passes.calls.length;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(passes.calls.length).toBe(atPause);
+    expect(passes.closed).toBe(1);
+    expect(await metrics.registry.metrics()).toMatch(/^reviews_bridge_paused\{[^}]*\} 1$/m);
+    passes.pausedAt = null;
+    await until(() => passes.calls.length > atPause + 2, 3_000);
+    await loop.stop();
+    // The sweep was reopened (it resumes from its checkpoint) after the pause.
+    expect(passes.calls.filter((c) => c === 'open sweep').length).toBe(2);
+  });
+
+  it('publishes heartbeats on their interval while leading, paused or not', async () => {
+    const passes = new ScriptedPasses();
+    const lease = new FakeLease();
+    lease.epoch = 4;
+    const { loop } = loopOn(passes, lease, 10_000, 20, 50);
+    loop.start();
+    await until(() => passes.heartbeats.length >= 3);
+    passes.pausedAt = Date.now();
+    await until(() => passes.heartbeats.some((h) => h.paused), 3_000);
+    await loop.stop();
+    expect(passes.heartbeats[0]).toEqual({ epoch: 4, paused: false });
+  });
+});
+
+describe('errorKind', () => {
+  it('names the class or the upstream kind, not the text', () => {
+    expect(errorKind(new UpstreamError('auth', 'token refused for client secret s3cr3t'))).toBe('upstream:auth');
+    expect(errorKind(new RangeError('value 1125899906842624 out of range'))).toBe('RangeError');
+    expect(errorKind('a string')).toBe('string');
+  });
+});

@@ -1,0 +1,214 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, ENV_VARS, loadConfig } from '../../../src/config/config.js';
+import { readSecretSync as readSecret } from '../../../src/config/secrets.js';
+
+const minimal = {
+  UPSTREAM_BASE_URL: 'http://127.0.0.1:8080',
+  UPSTREAM_CLIENT_ID: 'id',
+  UPSTREAM_CLIENT_SECRET: 's3cret-value',
+  KAFKA_BROKERS: '127.0.0.1:9092',
+  REDIS_URL: 'redis://127.0.0.1:6379',
+};
+
+function errorOf(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies defaults', () => {
+    const c = loadConfig(minimal);
+    expect(c.account).toBe('default');
+    expect(c.upstream.rateLimitRps).toBe(9.6);
+    expect(c.upstream.rateLimitBurst).toBe(1.3);
+    expect(c.poll).toMatchObject({ intervalMs: 5_000, minIntervalMs: 1_000 });
+    // A poll interval below the 1 s default caps the minimum too, instead of failing start-up.
+    expect(loadConfig({ ...minimal, POLL_INTERVAL_MS: '500' }).poll.minIntervalMs).toBe(500);
+    expect(c.upstream.pageSize).toBe(100);
+    expect(c.kafka.topics).toEqual({
+      created: 'review.created',
+      statusChanged: 'review.status_changed',
+      updated: 'review.updated',
+      deadLetter: 'review.dead_letter',
+      state: 'review.state',
+      deleted: 'review.deleted',
+      heartbeat: 'review.heartbeat',
+    });
+    expect(c.kafka.brokers).toEqual(['127.0.0.1:9092']);
+    expect(c.eventSource).toBe('urn:reviews-bridge:default');
+    expect(c.initialLoadMode).toBe('mark');
+    expect(c.upstream.maxFutureSkewMs).toBe(86_400_000);
+    expect(c.upstream.maxRecordBytes).toBe(1024 * 1024);
+    expect(c.upstream.maxStringLength).toBe(65_536);
+    expect(c.kafka.maxMessageBytes).toBe(1024 * 1024);
+    expect(c.kafka.topics).toMatchObject({
+      state: 'review.state',
+      deleted: 'review.deleted',
+      heartbeat: 'review.heartbeat',
+    });
+    expect(c.deletion).toEqual({ enabled: true, maxFraction: 0.01 });
+    expect(c.heartbeat).toEqual({ intervalMs: 60_000 });
+  });
+
+  it('reads the consumer-facing settings', () => {
+    const c = loadConfig({
+      ...minimal,
+      DELETE_DETECTION: 'off',
+      DELETE_MAX_FRACTION: '0.2',
+      HEARTBEAT_INTERVAL_MS: '5000',
+    });
+    expect(c.deletion).toEqual({ enabled: false, maxFraction: 0.2 });
+    expect(c.heartbeat.intervalMs).toBe(5000);
+  });
+
+  it.each([
+    [{ UPSTREAM_BASE_URL: undefined }, 'UPSTREAM_BASE_URL', 'required'],
+    [{ UPSTREAM_BASE_URL: 'ftp://x' }, 'UPSTREAM_BASE_URL', ''],
+    [{ KAFKA_BROKERS: 'nohostport' }, 'KAFKA_BROKERS', 'host:port'],
+    [{ UPSTREAM_PAGE_SIZE: '101' }, 'UPSTREAM_PAGE_SIZE', ''],
+    [{ UPSTREAM_RATE_LIMIT_RPS: '-1' }, 'UPSTREAM_RATE_LIMIT_RPS', ''],
+    [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL', 'redis://'],
+    [{ INITIAL_LOAD_MODE: 'skip' }, 'INITIAL_LOAD_MODE', ''],
+    [{ UPSTREAM_CLIENT_SECRET: undefined }, 'UPSTREAM_CLIENT_SECRET', 'required'],
+    [
+      { UPSTREAM_CLIENT_SECRET_FILE: '/nonexistent/secret', UPSTREAM_CLIENT_SECRET: undefined },
+      'UPSTREAM_CLIENT_SECRET_FILE',
+      'cannot be read',
+    ],
+    [{ POLL_INTERVAL_MS: '10000', POLL_OVERLAP_MS: '5000' }, 'POLL_OVERLAP_MS', 'POLL_INTERVAL_MS'],
+    [{ POLL_INTERVAL_MS: '2000', POLL_MIN_INTERVAL_MS: '3000' }, 'POLL_MIN_INTERVAL_MS', 'POLL_INTERVAL_MS'],
+    [{ KAFKA_TOPIC_UPDATED: 'review.created' }, 'KAFKA_TOPIC_DEAD_LETTER', 'distinct'],
+    [{ BRIDGE_ACCOUNT: 'a b' }, 'BRIDGE_ACCOUNT', ''],
+    [{ UPSTREAM_MAX_FUTURE_SKEW_MS: '-1' }, 'UPSTREAM_MAX_FUTURE_SKEW_MS', ''],
+    [{ UPSTREAM_MAX_FUTURE_SKEW_MS: 'a day' }, 'UPSTREAM_MAX_FUTURE_SKEW_MS', ''],
+    [{ UPSTREAM_MAX_FUTURE_SKEW_MS: String(31 * 86_400_000) }, 'UPSTREAM_MAX_FUTURE_SKEW_MS', ''],
+    [{ UPSTREAM_MAX_RECORD_BYTES: '10' }, 'UPSTREAM_MAX_RECORD_BYTES', ''],
+    [{ UPSTREAM_MAX_STRING_LENGTH: '0' }, 'UPSTREAM_MAX_STRING_LENGTH', ''],
+    [{ KAFKA_MAX_MESSAGE_BYTES: '100' }, 'KAFKA_MAX_MESSAGE_BYTES', ''],
+    [{ UPSTREAM_BASE_URL: 'http://reviews.example.com' }, 'UPSTREAM_BASE_URL', 'UPSTREAM_ALLOW_INSECURE'],
+    [{ UPSTREAM_BASE_URL: 'https://u:p@reviews.example.com' }, 'UPSTREAM_BASE_URL', 'credentials'],
+    [{ UPSTREAM_CA_FILE: '/nonexistent/ca.pem' }, 'UPSTREAM_CA_FILE', 'cannot be read'],
+    [
+      { KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p' },
+      'KAFKA_SASL_MECHANISM',
+      'KAFKA_SASL_ALLOW_PLAINTEXT',
+    ],
+    [{ KAFKA_SSL_CERT_FILE: '/etc/hostname' }, 'KAFKA_SSL_KEY_FILE', 'KAFKA_SSL_CERT_FILE'],
+    [{ REDIS_URL: 'redis://:hunter2@127.0.0.1:6379' }, 'REDIS_URL', 'REDIS_PASSWORD_FILE'],
+    [{ REDIS_TLS_CA_FILE: '/etc/hostname' }, 'REDIS_URL', 'rediss://'],
+    [{ REDIS_PASSWORD_FILE: '/nonexistent/pw' }, 'REDIS_PASSWORD_FILE', 'cannot be read'],
+    [{ EVENT_FIELDS_HASH: 'nickname' }, 'EVENT_HASH_KEY_FILE', 'required'],
+    [{ EVENT_FIELDS_EXCLUDE: 'id' }, 'EVENT_FIELDS_EXCLUDE', 'required'],
+    [{ EVENT_HASH_KEY_FILE: '/etc/hostname' }, 'EVENT_HASH_KEY_FILE', '32 bytes'],
+    [{ DEAD_LETTER_PAYLOAD: 'everything' }, 'DEAD_LETTER_PAYLOAD', ''],
+    [{ KAFKA_TOPIC_STATE: 'review.created' }, 'KAFKA_TOPIC_STATE', 'differ'],
+    [{ DELETE_DETECTION: 'maybe' }, 'DELETE_DETECTION', ''],
+    [{ DELETE_MAX_FRACTION: '1.5' }, 'DELETE_MAX_FRACTION', ''],
+    [{ HEARTBEAT_INTERVAL_MS: '10' }, 'HEARTBEAT_INTERVAL_MS', ''],
+    [{ REDIS_URL: undefined }, 'REDIS_URL', 'REDIS_SENTINELS or REDIS_CLUSTER_NODES'],
+    [{ REDIS_CLUSTER_NODES: 'a:7000' }, 'REDIS_CLUSTER_NODES', 'only one of REDIS_URL, REDIS_CLUSTER_NODES'],
+    [
+      { REDIS_URL: undefined, REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm', REDIS_CLUSTER_NODES: 'a:7000' },
+      'REDIS_CLUSTER_NODES',
+      'only one of REDIS_SENTINELS, REDIS_CLUSTER_NODES',
+    ],
+    [{ REDIS_URL: undefined, REDIS_SENTINELS: 's:26379' }, 'REDIS_SENTINEL_NAME', 'required when REDIS_SENTINELS'],
+    [{ REDIS_SENTINEL_NAME: 'm' }, 'REDIS_SENTINEL_NAME', 'only used with REDIS_SENTINELS'],
+    [{ REDIS_URL: undefined, REDIS_SENTINELS: 'nohostport', REDIS_SENTINEL_NAME: 'm' }, 'REDIS_SENTINELS', 'host:port'],
+    [{ REDIS_URL: undefined, REDIS_CLUSTER_NODES: 'a:7000,b' }, 'REDIS_CLUSTER_NODES', 'host:port'],
+    [{ REDIS_WAIT_REPLICAS: '-1' }, 'REDIS_WAIT_REPLICAS', ''],
+  ])('rejects %o naming %s', (override, setting, fragment) => {
+    const env = { ...minimal, ...override } as Record<string, string>;
+    for (const [k, v] of Object.entries(override)) if (v === undefined) delete env[k];
+    const err = errorOf(env);
+    expect(err.setting).toBe(setting);
+    expect(err.message).toContain(setting);
+    expect(err.message).toContain(fragment);
+  });
+
+  describe('Redis topology', () => {
+    const without = (env: Record<string, string | undefined>) => {
+      const { REDIS_URL: _, ...rest } = { ...minimal, ...env };
+      return rest as Record<string, string>;
+    };
+
+    it('takes a single server, a Sentinel-monitored primary or a Redis Cluster', () => {
+      expect(loadConfig(minimal).redis).toMatchObject({
+        target: { kind: 'standalone', url: 'redis://127.0.0.1:6379' },
+        waitReplicas: 0,
+      });
+      expect(
+        loadConfig(without({ REDIS_SENTINELS: '10.0.0.1:26379, s2:26380', REDIS_SENTINEL_NAME: 'bridge' })).redis,
+      ).toMatchObject({
+        target: {
+          kind: 'sentinel',
+          name: 'bridge',
+          sentinels: [
+            { host: '10.0.0.1', port: 26379 },
+            { host: 's2', port: 26380 },
+          ],
+        },
+        waitReplicas: 1,
+        waitTimeoutMs: 1_000,
+      });
+      expect(
+        loadConfig(without({ REDIS_CLUSTER_NODES: 'a:7000,b:7001', REDIS_WAIT_REPLICAS: '2' })).redis,
+      ).toMatchObject({
+        target: {
+          kind: 'cluster',
+          nodes: [
+            { host: 'a', port: 7000 },
+            { host: 'b', port: 7001 },
+          ],
+        },
+        waitReplicas: 2,
+      });
+      // An empty setting (KEY= in a manifest) counts as unset.
+      expect(loadConfig({ ...minimal, REDIS_CLUSTER_NODES: '' }).redis.target.kind).toBe('standalone');
+    });
+  });
+
+  it('never echoes a secret in its error', () => {
+    const err = errorOf({ ...minimal, UPSTREAM_CLIENT_SECRET_FILE: '/x' });
+    expect(err.message).not.toContain('s3cret-value');
+  });
+
+  it('re-reads a file secret on every use, so rotation needs no restart', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const file = join(dir, 'secret');
+    writeFileSync(file, 'first\n');
+    const c = loadConfig({ ...minimal, UPSTREAM_CLIENT_SECRET: undefined, UPSTREAM_CLIENT_SECRET_FILE: file });
+    expect(readSecret(c.upstream.clientSecret, 'secret')).toBe('first');
+    writeFileSync(file, 'second\n');
+    expect(readSecret(c.upstream.clientSecret, 'secret')).toBe('second');
+  });
+
+  it('protects personal data and transport by default', () => {
+    const c = loadConfig(minimal);
+    expect(c.privacy.fields.allowRawEmail).toBe(false);
+    expect(c.privacy.hashKey).toBeNull();
+    expect(c.privacy.deadLetterPayload).toBe('masked');
+    expect(c.kafka.ssl).toBe(false);
+    const plain = { KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'p' };
+    expect(loadConfig({ ...minimal, ...plain, KAFKA_SSL: 'true' }).kafka.sasl?.mechanism).toBe('plain');
+    expect(loadConfig({ ...minimal, ...plain, KAFKA_SASL_ALLOW_PLAINTEXT: 'true' }).kafka.ssl).toBe(false);
+    // A CA file alone turns TLS on; loopback upstreams may stay on http.
+    expect(loadConfig({ ...minimal, KAFKA_SSL_CA_FILE: '/etc/hostname' }).kafka.ssl).toBe(true);
+    expect(loadConfig({ ...minimal, UPSTREAM_BASE_URL: 'http://localhost:8080' }).upstream.baseUrl).toBe(
+      'http://localhost:8080',
+    );
+  });
+
+  it('lists every variable it reads', () => {
+    expect(ENV_VARS).toContain('UPSTREAM_CLIENT_SECRET_FILE');
+    expect(ENV_VARS).toContain('KAFKA_BROKERS');
+  });
+});
