@@ -68,6 +68,7 @@ export async function startFleet(
     KAFKA_TOPIC_STATE: `${run}.state`,
     KAFKA_TOPIC_DELETED: `${run}.deleted`,
     KAFKA_TOPIC_HEARTBEAT: `${run}.heartbeat`,
+    KAFKA_TOPIC_CHANGELOG: `${run}.changelog`,
     REDIS_URL: redisUrl,
     REDIS_KEY_PREFIX: prefix,
     SWEEP_INTERVAL_MS: '86400000',

@@ -10,6 +10,7 @@ import { LeaseKeeper } from '../src/bridge/lease-keeper.js';
 import { KafkaPublisher } from '../src/kafka/publisher.js';
 import { accountKeys, connectRedis, type BridgeRedis } from '../src/redis/connection.js';
 import { generateBaseReview } from '../src/simulator/data.js';
+import { fingerprintKeySource } from '../src/redis/fingerprint-key.js';
 import { SnapshotStore } from '../src/redis/snapshot-store.js';
 import type { ListOptions, Page, ReviewSource } from '../src/upstream/types.js';
 import { listingRecords, validateRecords } from '../src/upstream/validate.js';
@@ -51,6 +52,7 @@ export function benchEnv(
     KAFKA_TOPIC_STATE: `${account}.state`,
     KAFKA_TOPIC_DELETED: `${account}.deleted`,
     KAFKA_TOPIC_HEARTBEAT: `${account}.heartbeat`,
+    KAFKA_TOPIC_CHANGELOG: `${account}.changelog`,
     REDIS_URL: redisUrl,
     REDIS_KEY_PREFIX: BENCH_KEY_PREFIX,
     SWEEP_INTERVAL_MS: '0',
@@ -232,7 +234,14 @@ export interface BenchPasses {
 /** Builds the passes for `source` with the bridge's real SnapshotStore, KafkaPublisher, BridgeMetrics and Lease. */
 export async function benchPasses(
   source: ReviewSource,
-  options: { redisUrl: string; kafkaBrokers: string[]; initialLoadMode?: 'mark' | 'suppress'; prefix?: string },
+  options: {
+    redisUrl: string;
+    kafkaBrokers: string[];
+    initialLoadMode?: 'mark' | 'suppress';
+    prefix?: string;
+    /** Kafka transactions (default on, as the service). */
+    exactlyOnce?: boolean;
+  },
 ): Promise<BenchPasses> {
   const account = uniqueName(options.prefix ?? 'bench');
   const logger = pino({ level: 'silent' });
@@ -247,6 +256,7 @@ export async function benchPasses(
     state: `${account}.state`,
     deleted: `${account}.deleted`,
     heartbeat: `${account}.heartbeat`,
+    changelog: `${account}.changelog`,
   };
   const publisher = new KafkaPublisher(
     {
@@ -258,6 +268,9 @@ export async function benchPasses(
       createTopics: true,
       partitions: 6,
       replicationFactor: 1,
+      exactlyOnce: options.exactlyOnce ?? true,
+      transactionalId: `reviews-bridge-bench.${account}`,
+      transactionTimeoutMs: 60_000,
     },
     account,
     logger,
@@ -267,6 +280,7 @@ export async function benchPasses(
   const keeper = new LeaseKeeper(new Lease(redis, keys, 60_000), { periodMs: 10_000, logger });
   const epoch = await keeper.renewNow();
   keeper.start();
+  const keySource = fingerprintKeySource(redis, BENCH_KEY_PREFIX, null);
   const passes = new Passes(
     {
       snapshot: store,
@@ -275,10 +289,13 @@ export async function benchPasses(
       logger,
       eventSource: `urn:reviews-bridge:${account}`,
       initialLoadMode: options.initialLoadMode ?? 'mark',
+      fingerprintKey: () => keySource.get(),
     },
     source,
-    { overlapMs: 300_000, metrics, deleteMaxFraction: null, account },
+    { overlapMs: 300_000, metrics, deleteMaxFraction: null, account, keySource },
   );
+  if (!(await passes.prepare(epoch, new AbortController().signal)))
+    throw new Error('bench: lease epoch below the changelog');
   return {
     passes,
     epoch,

@@ -12,6 +12,8 @@ import { KafkaPublisher } from '../kafka/publisher.js';
 import { accountKeys, type BridgeRedis } from '../redis/connection.js';
 import { readTlsFiles } from '../config/secrets.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
+import { fingerprintKeySource } from '../redis/fingerprint-key.js';
+import type { FingerprintKeySource } from '../core/fingerprint-key.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
 import { fileOrEnvCredentials } from '../upstream/credentials.js';
 import type { ReviewSource } from '../upstream/types.js';
@@ -60,10 +62,17 @@ export function upstreamFromConfig(config: BridgeConfig, metrics: BridgeMetrics,
 /** The passes of the configured account over the given adapters. */
 export function passesFromConfig(
   config: BridgeConfig,
-  adapters: { source: ReviewSource; store: SnapshotStore; sink: PassesSink; metrics: BridgeMetrics; logger: Logger },
+  adapters: {
+    source: ReviewSource;
+    store: SnapshotStore;
+    sink: PassesSink;
+    metrics: BridgeMetrics;
+    logger: Logger;
+    keySource?: FingerprintKeySource;
+  },
   options: AccountOptions = {},
 ): Passes {
-  const { source, store, sink, metrics, logger } = adapters;
+  const { source, store, sink, metrics, logger, keySource } = adapters;
   return new Passes(
     {
       snapshot: store,
@@ -73,6 +82,7 @@ export function passesFromConfig(
       eventSource: config.eventSource,
       initialLoadMode: config.initialLoadMode,
       beforeCommit: options.beforeCommit,
+      fingerprintKey: keySource ? () => keySource.get() : undefined,
     },
     source,
     {
@@ -80,6 +90,7 @@ export function passesFromConfig(
       metrics,
       deleteMaxFraction: config.deletion.enabled ? config.deletion.maxFraction : null,
       account: config.account,
+      keySource,
     },
   );
 }
@@ -130,7 +141,14 @@ export class AccountBridge {
     this.source = upstreamFromConfig(config, this.metrics, logger);
     const passes = passesFromConfig(
       config,
-      { source: this.source, store: this.store, sink: this.publisher, metrics: this.metrics, logger },
+      {
+        source: this.source,
+        store: this.store,
+        sink: this.publisher,
+        metrics: this.metrics,
+        logger,
+        keySource: fingerprintKeySource(redis, config.redis.keyPrefix, config.fingerprintKeyFile),
+      },
       options,
     );
     this.loop = new BridgeLoop({

@@ -82,6 +82,8 @@ export class BridgeLoop {
   private resync: ResyncRequest | null = null;
   private nextHeartbeatAt = 0;
   private heartbeatInFlight = false;
+  /** The epoch whose leadership was readied (transactional id taken, Redis restored from Kafka where needed). */
+  private preparedEpoch = 0;
 
   constructor(private readonly deps: LoopDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -146,6 +148,15 @@ export class BridgeLoop {
       this.becomes('leader', epoch);
       if (this.workController.signal.aborted) this.workController = new AbortController();
       try {
+        if (this.preparedEpoch !== epoch) {
+          // Before any pass of a new leadership: fence the former leader at Kafka, bring Redis up to Kafka.
+          if (!(await this.deps.passes.prepare(epoch, this.workController.signal))) {
+            // Redis issued an epoch not above the changelog's (it lost its keys): take a newer one first.
+            await this.keeper.lease.release();
+            continue;
+          }
+          this.preparedEpoch = epoch;
+        }
         const paused = await this.pausedNow();
         this.heartbeat(epoch, paused);
         if (paused) {
@@ -178,6 +189,11 @@ export class BridgeLoop {
     const now = this.clock();
 
     // The checkpoint is read only between full scans: while one runs, the loop already knows where it stands.
+    if (!this.fullScan && (await passes.takeRestoreRequest())) {
+      logger.warn({ epoch }, 'restore from the Kafka changelog requested by an operator');
+      if (!(await passes.prepare(epoch, signal, true))) await this.keeper.lease.release();
+      return 0;
+    }
     if (!this.fullScan) {
       const ckpt = await passes.checkpoint();
       this.initialDone = ckpt.initialDone;

@@ -5,23 +5,43 @@ import type { PassType } from '../core/domain.js';
 import { refreshedState, type ReviewEvent, type ReviewState } from '../core/events.js';
 import { fitReviewEvents } from '../core/event-size.js';
 import type { BridgeMetrics } from '../ops/metrics.js';
-import type { DeadLetter, EventSink } from '../kafka/publisher.js';
+import type { ChangelogBatch, ChangelogOffsets, DeadLetter, EventSink } from '../kafka/publisher.js';
 import { encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
-import type { Checkpoint, CheckpointUpdate } from '../redis/snapshot-store.js';
+import { applyCheckpointUpdate, type Checkpoint, type CheckpointUpdate } from '../core/checkpoint.js';
+import type { ChangelogCheckpoint } from '../core/changelog.js';
+import type { FingerprintKey } from '../core/fingerprint-key.js';
+import type { ReviewDeletedEvent } from '../core/events.js';
 import { STATUS_FIELDS } from '../core/review.js';
 import type { Page, Reject } from '../upstream/types.js';
 import { recordDigest } from '../core/record-digest.js';
 
-// The page pipeline: every page goes read entries → diff (pure) → publish and await the acks → commit entries and
-// checkpoint atomically. Page N is published and committed while page N+1 of the same run is read and diffed,
-// because the bridge would otherwise sit idle while Kafka and Redis acknowledge; at most one page is in flight.
-// A crash anywhere before a commit re-processes the page and re-publishes the same events (same ids).
+// The page pipeline: every page goes read entries → diff (pure) → one Kafka commit (events, state rows, dead
+// letters and the changelog: entries and the whole checkpoint, in one transaction when exactly-once is on) → the
+// same entries and checkpoint into Redis, atomically. Page N is committed while page N+1 of the same run is read and
+// diffed, because the bridge would otherwise sit idle while Kafka and Redis acknowledge; at most one page is in
+// flight. A crash before the Kafka commit leaves nothing visible to read_committed readers and re-processes the
+// page; a crash after it leaves Redis behind Kafka, and the next leader applies the changelog instead of deriving
+// the events again (src/bridge/restore.ts).
+
+/** Where Kafka's changelog stood after a commit: its transaction number and the offsets its records got. */
+export interface ChangelogMark {
+  txn: number;
+  offsets: ChangelogOffsets;
+}
 
 /** The snapshot operations the pipeline needs (SnapshotStore in production, an in-memory fake in unit tests). */
 export interface SnapshotPort {
-  read(ids: readonly number[]): Promise<Map<number, SnapshotEntry>>;
-  commit(epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>, update: CheckpointUpdate): Promise<void>;
+  /** With `epoch`: fails when the account's keys are gone or belong to another epoch (see SnapshotStore.read). */
+  read(ids: readonly number[], epoch?: number): Promise<Map<number, SnapshotEntry>>;
+  commit(
+    epoch: number,
+    entries: ReadonlyArray<[number, SnapshotEntry]>,
+    update: CheckpointUpdate,
+    mark?: ChangelogMark,
+  ): Promise<void>;
   checkpoint(): Promise<Checkpoint>;
+  /** The number of the last changelog transaction Redis reflects (0: none). */
+  changelogTxn(): Promise<number>;
   /** How many reviews the snapshot holds (progress estimates). */
   size(): Promise<number>;
   unseenDeadLetters(digests: readonly string[]): Promise<Set<string>>;
@@ -57,6 +77,19 @@ export interface PipelineDeps {
   beforeCommit?: (page: Page) => Promise<void> | void;
   /** After this many consecutive failures of the same page, it is published record by record (default 3). */
   isolateAfter?: number;
+  /** The key of the fingerprints (and so of the event ids); absent: unkeyed, and no changelog can be written. */
+  fingerprintKey?: () => Promise<FingerprintKey>;
+}
+
+/** One commit: what goes to Kafka, and the entries and checkpoint fields that go to Kafka's changelog and Redis. */
+export interface CommitUnit {
+  events?: readonly ReviewEvent[];
+  deadLetters?: readonly DeadLetter[];
+  states?: readonly ReviewState[];
+  entries?: ReadonlyArray<[number, SnapshotEntry]>;
+  update?: CheckpointUpdate;
+  /** Commit even when nothing else is written (a checkpoint field, Redis only). */
+  force?: boolean;
 }
 
 /** Totals of one run. */
@@ -97,9 +130,120 @@ export class PagePipeline {
   readonly pageFailures = new BoundedMap<string, number>(MEMORY_LIMIT);
   /** Reviews (id and state) that broke their page and were dead-lettered by reference: skipped until they change. */
   readonly quarantined = new BoundedMap<string, true>(MEMORY_LIMIT);
+  /** The checkpoint as Kafka's changelog holds it after the last commit; loaded from Redis when null. */
+  private position: ChangelogCheckpoint | null = null;
+  /** A commit Kafka has and Redis not yet (its Redis write failed): written before anything else. */
+  private pendingRedis: {
+    epoch: number;
+    entries: ReadonlyArray<[number, SnapshotEntry]>;
+    update: CheckpointUpdate;
+    mark: ChangelogMark;
+  } | null = null;
 
   constructor(readonly deps: PipelineDeps) {
     this.clock = deps.clock ?? Date.now;
+  }
+
+  /**
+   * Forgets what this process knows of the changelog (a new leadership: Redis may have been restored from Kafka
+   * meanwhile, which then holds every commit this process had not written to Redis).
+   */
+  reset(): void {
+    this.position = null;
+    this.pendingRedis = null;
+  }
+
+  /**
+   * Commits one unit: to Kafka first (events, state rows, dead letters, and the changelog's entries and whole
+   * checkpoint under the next transaction number), then to Redis. A unit with nothing for Kafka but checkpoint
+   * fields goes to Redis only: such fields (a poll's watermark, a sweep's cursor) only save re-reading pages, and
+   * a restore that misses them re-reads a few pages, which publishes nothing twice.
+   */
+  async commitUnit(epoch: number, unit: CommitUnit, page?: Page): Promise<void> {
+    const { deps } = this;
+    await this.flushPending();
+    const entries = unit.entries ?? [];
+    const update = unit.update ?? {};
+    const events = unit.events ?? [];
+    const deadLetters = unit.deadLetters ?? [];
+    const states = unit.states ?? [];
+    const position = (this.position ??= await this.loadPosition(epoch));
+    const next = applyCheckpointUpdate(position, update);
+    if (events.length === 0 && deadLetters.length === 0 && states.length === 0 && entries.length === 0) {
+      if (!unit.force && Object.keys(update).length === 0) return;
+      await this.write(epoch, [], update);
+      this.position = next;
+      return;
+    }
+    const changelog = { ...next, txn: position.txn + 1, epoch };
+    const t0 = performance.now();
+    const offsets = await deps.sink.publish(events, deadLetters, states, {
+      entries: this.keyed(entries),
+      checkpoint: changelog,
+    });
+    deps.metrics.observePublish((performance.now() - t0) / 1000);
+    // Kafka has it now: from here on this unit is never derived again, only written to Redis (now or on restore).
+    this.position = changelog;
+    this.pendingRedis = { epoch, entries, update, mark: { txn: changelog.txn, offsets } };
+    if (page) await deps.beforeCommit?.(page);
+    await this.flushPending();
+  }
+
+  /**
+   * Publishes review.deleted events with their tombstones and changelog deletion markers, then removes the
+   * entries from Redis; resolves how many were removed.
+   */
+  async commitDeletions(
+    epoch: number,
+    events: readonly ReviewDeletedEvent[],
+    entries: ReadonlyArray<[number, SnapshotEntry]>,
+    sink: {
+      publishDeletions(events: readonly ReviewDeletedEvent[], changelog?: ChangelogBatch): Promise<ChangelogOffsets>;
+    },
+    remove: (epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>) => Promise<number>,
+  ): Promise<number> {
+    await this.flushPending();
+    const position = (this.position ??= await this.loadPosition(epoch));
+    const changelog = { ...position, txn: position.txn + 1, epoch };
+    const offsets = await sink.publishDeletions(events, {
+      entries: [],
+      deleted: this.keyed(entries),
+      checkpoint: changelog,
+    });
+    this.position = changelog;
+    this.pendingRedis = { epoch, entries: [], update: {}, mark: { txn: changelog.txn, offsets } };
+    const removed = await remove(epoch, entries);
+    await this.flushPending();
+    return removed;
+  }
+
+  // Entries written before keys cannot go to the changelog (their fingerprints are unkeyed); the diff re-keys
+  // every entry it writes, so this only drops what a key-less configuration writes.
+  private keyed(entries: ReadonlyArray<readonly [number, SnapshotEntry]>): Array<readonly [number, SnapshotEntry]> {
+    return entries.filter(([, entry]) => entry.keyId !== null);
+  }
+
+  private async flushPending(): Promise<void> {
+    const pending = this.pendingRedis;
+    if (!pending) return;
+    await this.write(pending.epoch, pending.entries, pending.update, pending.mark);
+    if (this.pendingRedis === pending) this.pendingRedis = null;
+  }
+
+  private async loadPosition(epoch: number): Promise<ChangelogCheckpoint> {
+    const [checkpoint, txn] = await Promise.all([this.deps.snapshot.checkpoint(), this.deps.snapshot.changelogTxn()]);
+    return { ...checkpoint, txn, epoch };
+  }
+
+  private async write(
+    epoch: number,
+    entries: ReadonlyArray<[number, SnapshotEntry]>,
+    update: CheckpointUpdate,
+    mark?: ChangelogMark,
+  ): Promise<void> {
+    const t0 = performance.now();
+    await this.deps.snapshot.commit(epoch, entries, update, mark);
+    this.deps.metrics.observeCommit((performance.now() - t0) / 1000);
   }
 
   /** Starts a run (one pass) under a lease epoch. */
@@ -197,9 +341,15 @@ export class PipelineRun {
     }
     const done = (async () => {
       const events = diffed.changes.flatMap((c) => c.events);
-      await this.publish(events, deadLetters.list, diffed.states);
-      await pipeline.deps.beforeCommit?.(page);
-      if (mustCommit) await this.write([...diffed.writes.entries()], options.checkpoint ?? {});
+      const unit = {
+        events,
+        deadLetters: deadLetters.list,
+        states: diffed.states,
+        entries: [...diffed.writes.entries()],
+        update: options.checkpoint ?? {},
+        force: mustCommit,
+      };
+      await pipeline.commitUnit(this.epoch, unit, page);
       await this.remember(deadLetters.digests);
       this.record(page, events, deadLetters.list);
     })().then(
@@ -216,7 +366,7 @@ export class PipelineRun {
   /** Commits checkpoint fields after this run's pages are committed (a poll's watermark, a sweep's end). */
   async commit(update: CheckpointUpdate): Promise<void> {
     await this.settle();
-    await this.write([], update);
+    await this.pipeline.commitUnit(this.epoch, { update, force: true });
   }
 
   /** Waits until this run's page in flight is committed; throws its failure. */
@@ -237,8 +387,12 @@ export class PipelineRun {
    */
   private async diff(page: Page): Promise<DiffedPage> {
     const { deps, quarantined } = this.pipeline;
+    const key = deps.fingerprintKey ? await deps.fingerprintKey() : null;
     const overlay = this.pipeline.overlayOf(this);
-    const known = await deps.snapshot.read(page.reviews.map((r) => r.id));
+    const known = await deps.snapshot.read(
+      page.reviews.map((r) => r.id),
+      this.epoch,
+    );
     const changes: ReviewChange[] = [];
     const states: ReviewState[] = [];
     const writes = new Map<number, SnapshotEntry>();
@@ -254,6 +408,7 @@ export class PipelineRun {
           source: deps.eventSource,
           fetchedAt: page.fetchedAt,
           suppressCreated,
+          key,
         });
         if (!result.next) {
           if (this.type === 'resync' && previous)
@@ -317,16 +472,12 @@ export class PipelineRun {
     const published: ReviewEvent[] = [];
     const suspects: { change: ReviewChange; err: unknown }[] = [];
     let succeeded = 0;
-    await this.publish([], deadLetters.list, diffed.states);
+    await this.pipeline.commitUnit(this.epoch, { deadLetters: deadLetters.list, states: diffed.states });
     const attempt = async (group: ReviewChange[]): Promise<void> => {
       if (group.length === 0) return;
       const events = group.flatMap((c) => c.events);
       try {
-        await this.publish(events, []);
-        await this.write(
-          group.map((c) => [c.id, c.entry]),
-          {},
-        );
+        await this.pipeline.commitUnit(this.epoch, { events, entries: group.map((c) => [c.id, c.entry]) });
         published.push(...events);
         succeeded += 1;
       } catch (err) {
@@ -343,8 +494,11 @@ export class PipelineRun {
     if (blamed.length < suspects.length) throw suspects.find((s) => !blamed.includes(s))!.err;
     const references = blamed.map((s) => quarantineReject(s.change.id));
     const quarantineLetters = await this.newDeadLetters(references);
-    await this.publish([], quarantineLetters.list);
-    await this.write([], checkpoint);
+    await this.pipeline.commitUnit(this.epoch, {
+      deadLetters: quarantineLetters.list,
+      update: checkpoint,
+      force: true,
+    });
     for (const { change, err } of blamed) {
       quarantined.set(change.state, true);
       const reason = isRecordRefusal(err) ? 'record_refused' : 'isolated';
@@ -355,23 +509,8 @@ export class PipelineRun {
     this.record(page, published, [...deadLetters.list, ...quarantineLetters.list]);
   }
 
-  private async publish(events: ReviewEvent[], deadLetters: DeadLetter[], states: ReviewState[] = []): Promise<void> {
-    if (events.length === 0 && deadLetters.length === 0 && states.length === 0) return;
-    const { deps } = this.pipeline;
-    const t0 = performance.now();
-    await deps.sink.publish(events, deadLetters, states);
-    deps.metrics.observePublish((performance.now() - t0) / 1000);
-  }
-
   private async remember(digests: ReadonlySet<string>): Promise<void> {
     if (digests.size > 0) await this.pipeline.deps.snapshot.rememberDeadLetters(digests, DEAD_LETTER_MEMORY_SECONDS);
-  }
-
-  private async write(entries: ReadonlyArray<[number, SnapshotEntry]>, update: CheckpointUpdate): Promise<void> {
-    const { deps } = this.pipeline;
-    const t0 = performance.now();
-    await deps.snapshot.commit(this.epoch, entries, update);
-    deps.metrics.observeCommit((performance.now() - t0) / 1000);
   }
 
   private record(page: Page, events: ReviewEvent[], deadLetters: DeadLetter[]): void {

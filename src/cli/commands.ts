@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from '../app/app.js';
 import { loadAccounts, type AccountsConfig } from '../config/accounts.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
@@ -9,6 +10,7 @@ import { BridgeMetrics } from '../ops/metrics.js';
 import { progressJson, progressOf, ProgressReporter, type Progress } from '../core/progress.js';
 import { KafkaPublisher } from '../kafka/publisher.js';
 import { newResyncRequest, parseResyncArgs, UsageError } from '../core/resync-request.js';
+import { fingerprintKeySource } from '../redis/fingerprint-key.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 
 // The commands: `run` (the service), `sweep` (one full pass now), `status`, `pause` / `resume`, `resync`,
@@ -22,11 +24,13 @@ const USAGE = `usage: reviews-bridge <command>
              --wait: follow it to the end with a progress bar (plain lines when not a terminal)
   status     watermark, sweep cursor and progress, snapshot size, lease holder, pause, last passes (JSON);
              with an accounts file: every account and the replica leading it, and the live replicas
-  With BRIDGE_ACCOUNTS_FILE, sweep, pause, resume and resync act on one account: --account <id> (status: all,
+  With BRIDGE_ACCOUNTS_FILE, sweep, pause, resume, resync and restore act on one account: --account <id> (status: all,
   or the one named).
   pause      stop upstream traffic (the leader honours it within one tick; kept across restarts)
   resume     lift a pause; polling continues from the watermark, nothing is lost
   resync     re-read chosen reviews: --ids 1,2,3 | --since <date> | --all  [--wait]
+  restore    rebuild the Redis snapshot and checkpoint from the Kafka changelog (asks the running leader, or
+             does it here when no replica leads)
   simulate   the bundled upstream simulator (simulate --help)
 `;
 
@@ -116,38 +120,95 @@ async function sweep(config: BridgeConfig, args: string[]): Promise<void> {
       console.log(JSON.stringify({ requested: true, completed: true, lastSweepAt: iso }));
       return;
     }
-    const work = new AbortController();
-    const keeper = new LeaseKeeper(new Lease(redis, keys, config.lease.ttlMs), {
-      periodMs: config.lease.ttlMs / 3,
-      logger,
-      onLost: () => work.abort(new Error('lease lost')),
-    });
-    const epoch = await keeper.renewNow();
-    if (epoch === 0) {
-      await store.requestSweep();
-      console.log(JSON.stringify({ requested: true }));
-      return;
-    }
-    keeper.start();
-    const metrics = new BridgeMetrics({ account: config.account });
-    const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
-    const source = upstreamFromConfig(config, metrics, logger);
-    const passes = passesFromConfig(config, { source, store, sink: publisher, metrics, logger });
-    try {
-      await publisher.connect();
+    const done = await leadOnce(config, logger, async ({ epoch, signal, passes, store: leaderStore }) => {
       let progress: Progress | null = null;
-      const run = await passes.fullScan(epoch, work.signal, async () => {
+      const run = await passes.fullScan(epoch, signal, async () => {
         if (!wait) return;
-        progress = (await sweepProgress(store)) ?? progress;
+        progress = (await sweepProgress(leaderStore)) ?? progress;
         if (progress) reporter.update(progress);
       });
       if (wait && progress) reporter.done({ ...(progress as Progress), fraction: 1, etaSeconds: 0 }, 'completed');
       console.log(JSON.stringify({ completed: true, kind: run.type, ...run.summary }));
+    });
+    if (!done) {
+      await store.requestSweep();
+      console.log(JSON.stringify({ requested: true }));
+    }
+  } finally {
+    await redis.quit();
+  }
+}
+
+/** What a one-shot command does while it holds an account's lease. */
+interface Leadership {
+  epoch: number;
+  signal: AbortSignal;
+  passes: ReturnType<typeof passesFromConfig>;
+  store: SnapshotStore;
+}
+
+/**
+ * Runs `fn` as the account's leader when no replica leads it: takes the lease, readies the leadership as the
+ * service does (transactional id, restore of Redis from Kafka where needed), then gives everything back.
+ * Resolves false when the lease could not be taken.
+ */
+async function leadOnce(config: BridgeConfig, logger: Logger, fn: (l: Leadership) => Promise<void>): Promise<boolean> {
+  const { redis, store, keys } = redisFromConfig(config);
+  const work = new AbortController();
+  const keeper = new LeaseKeeper(new Lease(redis, keys, config.lease.ttlMs), {
+    periodMs: config.lease.ttlMs / 3,
+    logger,
+    onLost: () => work.abort(new Error('lease lost')),
+  });
+  try {
+    const epoch = await keeper.renewNow();
+    if (epoch === 0) return false;
+    keeper.start();
+    const metrics = new BridgeMetrics({ account: config.account });
+    const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
+    const source = upstreamFromConfig(config, metrics, logger);
+    const keySource = fingerprintKeySource(redis, config.redis.keyPrefix, config.fingerprintKeyFile);
+    const passes = passesFromConfig(config, { source, store, sink: publisher, metrics, logger, keySource });
+    try {
+      await publisher.connect();
+      if (!(await passes.prepare(epoch, work.signal)))
+        throw new Error('the lease epoch is not above the changelog’s; run the command again');
+      await fn({ epoch, signal: work.signal, passes, store });
     } finally {
       // A page still in flight after a failure is published and committed (or fails) before the lease goes.
       await passes.settle();
       await Promise.allSettled([publisher.disconnect(), source.close()]);
       await keeper.release();
+    }
+    return true;
+  } finally {
+    await redis.quit();
+  }
+}
+
+/**
+ * `restore`: rebuilds the account's Redis snapshot and checkpoint from the Kafka changelog. With a leader
+ * running, it is asked through Redis (it restores between passes); without one, this command does it.
+ */
+async function restore(config: BridgeConfig): Promise<void> {
+  const logger = createLogger(config.logLevel, { account: config.account, command: 'restore' });
+  const { redis, store, keys } = redisFromConfig(config);
+  try {
+    if (await leaseHolder(redis, keys)) {
+      await store.requestRestore();
+      console.log(JSON.stringify({ requested: true, note: 'the leading replica restores at its next tick' }));
+      return;
+    }
+    const done = await leadOnce(config, logger, async ({ epoch, signal, passes }) => {
+      const ok = await passes.prepare(epoch, signal, true);
+      const checkpoint = await store.checkpoint();
+      console.log(
+        JSON.stringify({ restored: ok, snapshotReviews: await store.size(), watermark: checkpoint.watermark }),
+      );
+    });
+    if (!done) {
+      await store.requestRestore();
+      console.log(JSON.stringify({ requested: true }));
     }
   } finally {
     await redis.quit();
@@ -312,7 +373,7 @@ async function resync(config: BridgeConfig, args: string[]): Promise<void> {
   }
 }
 
-const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync'];
+const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync', 'restore'];
 
 /** Takes `--account <id>` out of the arguments. */
 function accountArg(args: readonly string[]): { account: string | null; args: string[] } {
@@ -371,6 +432,7 @@ export async function main(argv: string[]): Promise<void> {
     if (command === 'sweep') await sweep(config, args);
     else if (command === 'pause' || command === 'resume') await pause(config, command === 'resume');
     else if (command === 'resync') await resync(config, args);
+    else if (command === 'restore') await restore(config);
     else await status(config);
   } catch (err) {
     if (err instanceof UsageError) {

@@ -83,6 +83,20 @@ export const EnvSchema = z.object({
   KAFKA_TOPIC_STATE: z.string().min(1).default('review.state'),
   KAFKA_TOPIC_DELETED: z.string().min(1).default('review.deleted'),
   KAFKA_TOPIC_HEARTBEAT: z.string().min(1).default('review.heartbeat'),
+  // Internal compacted topic: snapshot entries and checkpoints, what a Redis that lost them is restored from.
+  KAFKA_TOPIC_CHANGELOG: z.string().min(1).default('reviews-bridge.changelog'),
+  // on: each page's records in one Kafka transaction (exactly once for read_committed consumers); off: idempotent
+  // at-least-once publishing (duplicates carry the same event id).
+  KAFKA_EXACTLY_ONCE: z
+    .enum(['on', 'off', 'true', 'false'])
+    .default('on')
+    .transform((v) => v === 'on' || v === 'true'),
+  // transactional.id = <this>.<account>: stable per account and deployment, so a new leader fences the old one.
+  KAFKA_TRANSACTIONAL_ID_PREFIX: optionalText,
+  KAFKA_TRANSACTION_TIMEOUT_MS: int(1_000, 900_000).default(60_000),
+  // Secret (>= 16 bytes) that keys the review fingerprints written to Kafka and the event ids built from them;
+  // unset: a key generated once per deployment and kept in Redis (docs/guarantees.md: what losing it costs).
+  FINGERPRINT_KEY_FILE: optionalText,
   KAFKA_CREATE_TOPICS: bool.default(true),
   KAFKA_TOPIC_PARTITIONS: int(1, 10_000).default(6),
   // Unset: min(3, brokers in the cluster), read when the topics are created.
@@ -174,7 +188,14 @@ export interface BridgeConfig {
       state: string;
       deleted: string;
       heartbeat: string;
+      /** Internal compacted changelog (snapshot entries and checkpoints). */
+      changelog: string;
     };
+    /** Kafka transactions (exactly once for read_committed readers); false: idempotent at-least-once. */
+    exactlyOnce: boolean;
+    /** transactional.id of this account's producer (stable per account and deployment). */
+    transactionalId: string;
+    transactionTimeoutMs: number;
     createTopics: boolean;
     partitions: number;
     /** null: min(3, brokers in the cluster). */
@@ -212,6 +233,8 @@ export interface BridgeConfig {
   shutdownTimeoutMs: number;
   /** What may leave the process of a review (events, dead letters). */
   privacy: PrivacyConfig;
+  /** File of the secret that keys fingerprints and event ids; null: a generated key kept in Redis. */
+  fingerprintKeyFile: string | null;
 }
 
 /** PEM files of a TLS connection (paths; null when not set). */
@@ -341,13 +364,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     state: topic('KAFKA_TOPIC_STATE'),
     deleted: topic('KAFKA_TOPIC_DELETED'),
     heartbeat: topic('KAFKA_TOPIC_HEARTBEAT'),
+    changelog: topic('KAFKA_TOPIC_CHANGELOG'),
   };
   const names = Object.values(topics);
   if (new Set(names.slice(0, 4)).size !== 4) {
     throw new ConfigError('KAFKA_TOPIC_DEAD_LETTER', 'the four topic names must be distinct');
   }
   if (new Set(names).size !== names.length) {
-    throw new ConfigError('KAFKA_TOPIC_STATE', 'the state, deleted and heartbeat topics must differ from the others');
+    throw new ConfigError(
+      'KAFKA_TOPIC_STATE',
+      'the state, deleted, heartbeat and changelog topics must differ from the others',
+    );
   }
   if (e.POLL_OVERLAP_MS < e.POLL_INTERVAL_MS) {
     // The overlap must cover at least one poll interval, or a change made while a poll pages could be skipped.
@@ -386,6 +413,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       tls: kafkaTls,
       sasl,
       topics,
+      exactlyOnce: e.KAFKA_EXACTLY_ONCE,
+      transactionalId: `${e.KAFKA_TRANSACTIONAL_ID_PREFIX ?? e.KAFKA_CLIENT_ID}.${e.BRIDGE_ACCOUNT}`,
+      transactionTimeoutMs: e.KAFKA_TRANSACTION_TIMEOUT_MS,
       createTopics: e.KAFKA_CREATE_TOPICS,
       partitions: e.KAFKA_TOPIC_PARTITIONS,
       replicationFactor: e.KAFKA_REPLICATION_FACTOR ?? null,
@@ -411,6 +441,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     lease: { ttlMs: e.LEASE_TTL_MS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     privacy,
+    fingerprintKeyFile: fingerprintKeyFile(e),
   };
 }
 
@@ -418,6 +449,14 @@ type Env = z.infer<typeof EnvSchema>;
 
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '[::1]' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+function fingerprintKeyFile(e: Env): string | null {
+  const file = readableFile(e, 'FINGERPRINT_KEY_FILE');
+  if (file !== null && readSecretSync({ file }, 'FINGERPRINT_KEY_FILE').length < 16) {
+    throw new ConfigError('FINGERPRINT_KEY_FILE', 'the key must be at least 16 bytes long');
+  }
+  return file;
 }
 
 function readableFile(e: Env, setting: keyof Env): string | null {

@@ -7,7 +7,14 @@ import {
   type PreviousState,
   type ReviewEvent,
 } from './events.js';
-import { entryStateDigest, fingerprint, FINGERPRINT_FIELDS, type SnapshotEntry } from './snapshot-entry.js';
+import type { FingerprintKey } from './fingerprint-key.js';
+import {
+  entryStateDigest,
+  fingerprint,
+  FINGERPRINT_FIELDS,
+  type Fingerprint,
+  type SnapshotEntry,
+} from './snapshot-entry.js';
 import { STATUS_FIELDS, type Review } from './review.js';
 
 // The diff is a pure function of (what the snapshot knew, what the upstream shows now): no clock, no I/O,
@@ -24,6 +31,8 @@ export interface DiffInput {
   fetchedAt: number;
   /** Suppress review.created (initial load configured so); the snapshot still records the review. */
   suppressCreated: boolean;
+  /** The key of the fingerprints (null or absent: unkeyed, as entries written before keys). */
+  key?: FingerprintKey | null;
 }
 
 /** Events to publish, in order, and the entry to store (null: the snapshot needs no write). */
@@ -37,7 +46,7 @@ const NOTHING: DiffResult = { events: [], next: null };
 /** Compares one review with its snapshot entry and returns the events of the change (status first). */
 export function diffReview(input: DiffInput): DiffResult {
   const { previous: prev, review } = input;
-  const fp = fingerprint(review);
+  const fp = fingerprint(review, input.key ?? null);
   const base = {
     client: review.client_publication_status,
     pwr: review.pwr_publication_status,
@@ -45,6 +54,7 @@ export function diffReview(input: DiffInput): DiffResult {
     observedAt: input.fetchedAt,
     digest: fp.digest,
     fieldHashes: fp.fieldHashes,
+    keyId: fp.keyId,
   };
   const ctx: EventContext = {
     source: input.source,
@@ -67,8 +77,9 @@ export function diffReview(input: DiffInput): DiffResult {
   const statusChanges = STATUS_FIELDS.filter(
     (f) => (f === 'client_publication_status' ? prev.client : prev.pwr) !== review[f],
   );
-  const contentChanged = fp.digest !== prev.digest;
+  const { changed: contentChanged, against, rekey } = compareContent(prev, fp, review);
   if (statusChanges.length === 0 && !contentChanged) {
+    if (rekey) return { events: [], next: { ...prev, ...keyed(fp), updatedDate: base.updatedDate } };
     return review.updated_date > prev.updatedDate
       ? { events: [], next: { ...prev, updatedDate: review.updated_date } }
       : NOTHING;
@@ -86,9 +97,34 @@ export function diffReview(input: DiffInput): DiffResult {
     events.push(statusChangedEvent({ ...ctx, previous }, ++sequence, [...statusChanges]));
   }
   if (contentChanged) {
-    events.push(updatedEvent({ ...ctx, previous }, ++sequence, changedFieldNames(prev.fieldHashes, fp.fieldHashes)));
+    events.push(
+      updatedEvent({ ...ctx, previous }, ++sequence, changedFieldNames(prev.fieldHashes, against.fieldHashes)),
+    );
   }
   return { events, next: { ...base, sequence } };
+}
+
+/**
+ * Whether the content differs from the entry's. An entry of the same key compares digest to digest; one written
+ * before keys compares with the unkeyed form (so an upgrade publishes nothing) and is re-keyed; one of another key
+ * (a key lost with its Redis and replaced) cannot be compared: its content is taken as unchanged and re-keyed
+ * (docs/guarantees.md says which edits this can miss and how a key file avoids it).
+ */
+function compareContent(
+  prev: SnapshotEntry,
+  fp: Fingerprint,
+  review: Review,
+): { changed: boolean; against: Fingerprint; rekey: boolean } {
+  if (prev.keyId === fp.keyId) return { changed: fp.digest !== prev.digest, against: fp, rekey: false };
+  if (prev.keyId === null) {
+    const legacy = fingerprint(review, null);
+    return { changed: legacy.digest !== prev.digest, against: legacy, rekey: true };
+  }
+  return { changed: false, against: fp, rekey: true };
+}
+
+function keyed(fp: Fingerprint): Pick<SnapshotEntry, 'digest' | 'fieldHashes' | 'keyId'> {
+  return { digest: fp.digest, fieldHashes: fp.fieldHashes, keyId: fp.keyId };
 }
 
 /** Names the fields whose hashes differ; a digest change with no differing hash (a hash collision) names them all. */

@@ -44,7 +44,7 @@ export function eventMessage(event: { subject: string }): OutgoingMessage {
 }
 
 /** Upper bound of the bytes a message occupies in a record batch on the broker (UTF-8, overheads included). */
-export function messageBytes(message: OutgoingMessage): number {
+export function messageBytes(message: Omit<OutgoingMessage, 'value'> & { value: string | Buffer }): number {
   let bytes = MESSAGE_OVERHEAD_BYTES + Buffer.byteLength(message.value);
   if (message.key !== null) bytes += Buffer.byteLength(message.key);
   for (const [name, value] of Object.entries(message.headers)) {

@@ -1,5 +1,6 @@
 import { KNOWN_STATUSES } from './domain.js';
 import { createHash } from 'node:crypto';
+import type { FingerprintKey } from './fingerprint-key.js';
 import { TRACKED_FIELDS, type Review } from './review.js';
 
 // One compact snapshot entry per review. Kept at or under 64 bytes for the usual status values so that Redis
@@ -20,6 +21,8 @@ export interface SnapshotEntry {
   digest: string;
   /** 16-bit hash per tracked field plus one for unknown fields: names what an edit changed. */
   fieldHashes: number[];
+  /** Id of the key the digest and field hashes were made with; null: unkeyed (an entry written before keys). */
+  keyId: number | null;
 }
 
 /** Field names in fingerprint order; the last slot stands for every field the spec does not list. */
@@ -28,12 +31,16 @@ export const FINGERPRINT_FIELDS: readonly string[] = [...TRACKED_FIELDS, '(other
 const EXCLUDED = new Set<string>(['id', 'updated_date', 'client_publication_status', 'pwr_publication_status']);
 const TRACKED = new Set<string>(TRACKED_FIELDS);
 const STATUS_CODES = ['', ...KNOWN_STATUSES] as const;
-const VERSION = 1;
+/** Format 1: unkeyed fingerprints (written before keys); format 2 adds the key id. */
+const LEGACY_VERSION = 1;
+const VERSION = 2;
 
 /** The content part of an entry, computed from a review alone (pure, used by the diff). */
 export interface Fingerprint {
   digest: string;
   fieldHashes: number[];
+  /** The key's id, or null for the unkeyed form (only to compare with entries written before keys). */
+  keyId: number | null;
 }
 
 function fnv16(text: string): number {
@@ -64,8 +71,11 @@ function canonical(value: unknown): string {
   }
 }
 
-/** Fingerprints a review's non-status fields; missing and null count as the same value. */
-export function fingerprint(review: Review): Fingerprint {
+/**
+ * Fingerprints a review's non-status fields (missing and null count as the same value), keyed with `key`; without
+ * a key, the unkeyed form that entries written before keys hold.
+ */
+export function fingerprint(review: Review, key: FingerprintKey | null = null): Fingerprint {
   const parts: string[] = [];
   const record = review as Record<string, unknown>;
   for (const field of TRACKED_FIELDS) parts.push(canonical(record[field]));
@@ -73,8 +83,14 @@ export function fingerprint(review: Review): Fingerprint {
     .filter((k) => !EXCLUDED.has(k) && !TRACKED.has(k) && record[k] !== undefined && record[k] !== null)
     .sort();
   parts.push(extraKeys.length === 0 ? '' : JSON.stringify(extraKeys.map((k) => [k, record[k]])));
-  const digest = createHash('md5').update(parts.join('\u0000')).digest('hex').slice(0, 16);
-  return { digest, fieldHashes: parts.map(fnv16) };
+  const text = parts.join('\u0000');
+  if (!key)
+    return {
+      digest: createHash('md5').update(text).digest('hex').slice(0, 16),
+      fieldHashes: parts.map(fnv16),
+      keyId: null,
+    };
+  return { digest: key.digest(text), fieldHashes: parts.map((p, i) => key.fieldHash(i, fnv16(p))), keyId: key.id };
 }
 
 /** The digest of a review's state (updated_date, statuses, content) that event ids are built from. */
@@ -109,10 +125,24 @@ function readStatus(buf: Buffer, offset: number): [string, number] {
 
 /** Serialises an entry to its compact binary form. */
 export function encodeEntry(entry: SnapshotEntry): Buffer {
-  const size = 1 + statusSize(entry.client) + statusSize(entry.pwr) + 6 + 6 + 4 + 8 + entry.fieldHashes.length * 2;
+  const keyed = entry.keyId !== null;
+  const size =
+    1 +
+    (keyed ? 2 : 0) +
+    statusSize(entry.client) +
+    statusSize(entry.pwr) +
+    6 +
+    6 +
+    4 +
+    8 +
+    entry.fieldHashes.length * 2;
   const buf = Buffer.alloc(size);
   let o = 0;
-  buf[o++] = VERSION;
+  buf[o++] = keyed ? VERSION : LEGACY_VERSION;
+  if (entry.keyId !== null) {
+    buf.writeUInt16BE(entry.keyId, o);
+    o += 2;
+  }
   o = writeStatus(buf, o, entry.client);
   o = writeStatus(buf, o, entry.pwr);
   buf.writeUIntBE(entry.updatedDate, o, 6);
@@ -132,8 +162,13 @@ export function encodeEntry(entry: SnapshotEntry): Buffer {
 
 /** Parses an entry written by encodeEntry; throws on an unknown version so a format change cannot go unnoticed. */
 export function decodeEntry(buf: Buffer): SnapshotEntry {
-  if (buf[0] !== VERSION) throw new Error(`unknown snapshot entry version ${buf[0]}`);
+  if (buf[0] !== VERSION && buf[0] !== LEGACY_VERSION) throw new Error(`unknown snapshot entry version ${buf[0]}`);
   let o = 1;
+  let keyId: number | null = null;
+  if (buf[0] === VERSION) {
+    keyId = buf.readUInt16BE(o);
+    o += 2;
+  }
   const [client, o1] = readStatus(buf, o);
   const [pwr, o2] = readStatus(buf, o1);
   o = o2;
@@ -147,5 +182,5 @@ export function decodeEntry(buf: Buffer): SnapshotEntry {
   o += 8;
   const fieldHashes: number[] = [];
   for (; o + 1 < buf.length; o += 2) fieldHashes.push(buf.readUInt16BE(o));
-  return { client, pwr, updatedDate, sequence, observedAt, digest, fieldHashes };
+  return { client, pwr, updatedDate, sequence, observedAt, digest, fieldHashes, keyId };
 }

@@ -8,7 +8,14 @@ import {
   type LogEntry,
   type Producer,
   type Message,
+  type RecordMetadata,
+  type TopicMessages,
 } from 'kafkajs';
+import { CHANGELOG_TXN_HEADER, checkpointRecord, entryRecord, type ChangelogCheckpoint } from '../core/changelog.js';
+import { FencedError } from '../core/errors.js';
+import { randomUUID } from 'node:crypto';
+import { readChangelog, type ChangelogRawRecord } from './changelog-reader.js';
+import type { SnapshotEntry } from '../core/snapshot-entry.js';
 import type { Logger } from 'pino';
 import type { BridgeConfig, PrivacyConfig } from '../config/config.js';
 import {
@@ -44,6 +51,18 @@ const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 /** A record that failed validation, on its way to the dead-letter topic. */
 export type DeadLetter = DeadLetterInput;
 
+/** The changelog records of one commit: the entries it writes (or marks deleted) and the checkpoint after it. */
+export interface ChangelogBatch {
+  entries: ReadonlyArray<readonly [number, SnapshotEntry]>;
+  /** Entries of reviews found deleted: written as deletion markers that keep the last sequence. */
+  deleted?: ReadonlyArray<readonly [number, SnapshotEntry]>;
+  /** The whole checkpoint after this commit, numbered by `txn`. */
+  checkpoint: ChangelogCheckpoint;
+}
+
+/** Where a commit's changelog records landed: the first offset per changelog partition (a restore starts there). */
+export type ChangelogOffsets = Record<number, number>;
+
 /** Sends the bridge's events and dead letters to Kafka. */
 export interface EventSink {
   /**
@@ -55,7 +74,8 @@ export interface EventSink {
     events: readonly ReviewEvent[],
     deadLetters: readonly DeadLetter[],
     states?: readonly ReviewState[],
-  ): Promise<void>;
+    changelog?: ChangelogBatch,
+  ): Promise<ChangelogOffsets>;
   /** The largest record the topics accept (bytes): events are fitted to it before they are published. */
   readonly maxMessageBytes?: number;
 }
@@ -127,6 +147,8 @@ export class KafkaPublisher implements EventSink {
   private readonly policy: FieldPolicy;
   private probe: Promise<Admin> | null = null;
   private messageLimit: number;
+  /** The transactional producer of this leadership (exactly-once), and whether the broker fenced it. */
+  private tx: { producer: Producer; fenced: boolean } | null = null;
 
   constructor(
     private readonly config: BridgeConfig['kafka'],
@@ -169,6 +191,8 @@ export class KafkaPublisher implements EventSink {
       const { brokers } = await admin.describeCluster();
       const { replicationFactor, minInsyncReplicas } = topicReplication(this.config.replicationFactor, brokers.length);
       const insync = { name: 'min.insync.replicas', value: String(minInsyncReplicas) };
+      // The state topic is a table and the changelog a store's log: compaction keeps the last row of every key.
+      const compacted = new Set([this.config.topics.state, this.config.topics.changelog]);
       await admin.createTopics({
         // kafkajs's own wait fails on a broker that has not heard of a new topic yet (UNKNOWN_TOPIC_OR_PARTITION,
         // common on a fresh multi-broker cluster); awaitLeaders below treats that as "not yet".
@@ -177,9 +201,7 @@ export class KafkaPublisher implements EventSink {
           topic,
           numPartitions: this.config.partitions,
           replicationFactor,
-          // The state topic is a table: compaction keeps the last row of every review and drops tombstones.
-          configEntries:
-            topic === this.config.topics.state ? [insync, { name: 'cleanup.policy', value: 'compact' }] : [insync],
+          configEntries: compacted.has(topic) ? [insync, { name: 'cleanup.policy', value: 'compact' }] : [insync],
         })),
       });
       await awaitLeaders(admin, wanted);
@@ -233,11 +255,11 @@ export class KafkaPublisher implements EventSink {
    * session). kafkajs advances a partition's sequence number even for a batch the broker refused (a record too
    * large), so the old session would answer every later send with OUT_OF_ORDER_SEQUENCE_NUMBER, for ever.
    */
-  private async send(send: (producer: Producer) => Promise<unknown>): Promise<void> {
+  private async send<T>(send: (producer: Producer) => Promise<T>): Promise<T> {
     const producer = this.producer;
     try {
       await (this.ready ?? Promise.reject(new Error('the Kafka publisher is not connected')));
-      await send(producer);
+      return await send(producer);
     } catch (err) {
       if (this.producer === producer) {
         this.producer = this.newProducer();
@@ -253,10 +275,10 @@ export class KafkaPublisher implements EventSink {
     events: readonly ReviewEvent[],
     deadLetters: readonly DeadLetter[],
     states: readonly ReviewState[] = [],
-  ): Promise<void> {
-    if (events.length === 0 && deadLetters.length === 0 && states.length === 0) return;
-    const outgoing: { topic: string; message: Message; bytes: number }[] = [];
-    const add = (topic: string, unkeyed: OutgoingMessage): void => {
+    changelog?: ChangelogBatch,
+  ): Promise<ChangelogOffsets> {
+    const outgoing: Outgoing[] = [];
+    const add = (topic: string, unkeyed: ChangelogMessage): void => {
       const message = this.keyed(unkeyed);
       outgoing.push({ topic, message, bytes: messageBytes(message) });
     };
@@ -274,21 +296,122 @@ export class KafkaPublisher implements EventSink {
         this.config.topics.deadLetter,
         deadLetterMessage(this.protectDeadLetter(dl), this.account, this.messageLimit),
       );
-    // The broker checks max.message.bytes per record batch, and one send puts all its messages for a partition in
-    // one batch: sends are cut so that no send, hence no batch, exceeds the limit. Sends run one after the other
-    // (idempotent producer, one request in flight), so a review's events keep their order. A message over the
-    // limit on its own fails whatever the cut; then everything goes in one send, so that the failure leaves no
-    // part of the page published (the pipeline isolates the review that Kafka refuses).
+    if (changelog) for (const record of changelogMessages(changelog)) add(this.config.topics.changelog, record);
+    return this.deliver(outgoing);
+  }
+
+  /**
+   * Sends one commit's records: in one Kafka transaction when exactly-once is on (read_committed consumers see all
+   * of it or nothing), else in acknowledged sends. The broker checks max.message.bytes per record batch, and one
+   * send puts all its messages for a partition in one batch: sends are cut so that no send, hence no batch,
+   * exceeds the limit; they run one after the other, so a review's events keep their order. A message over the
+   * limit on its own fails whatever the cut; then everything goes in one send, so that the failure leaves no
+   * part of the page published (the pipeline isolates the review that Kafka refuses).
+   */
+  private async deliver(outgoing: Outgoing[]): Promise<ChangelogOffsets> {
+    if (outgoing.length === 0) return {};
     const oversized = outgoing.some((o) => o.bytes > this.messageLimit);
-    for (const chunk of oversized ? [outgoing] : chunkBySize(outgoing, this.messageLimit)) {
-      const byTopic = new Map<string, Message[]>();
-      for (const { topic, message } of chunk) {
-        let list = byTopic.get(topic);
-        if (!list) byTopic.set(topic, (list = []));
-        list.push(message);
+    const sends = (oversized ? [outgoing] : chunkBySize(outgoing, this.messageLimit)).map(byTopic);
+    if (this.config.exactlyOnce) return this.offsetsOf(await this.transact(sends));
+    const metadata: RecordMetadata[] = [];
+    for (const topicMessages of sends) {
+      metadata.push(...(await this.send((producer) => producer.sendBatch({ acks: -1, topicMessages }))));
+    }
+    return this.offsetsOf(metadata);
+  }
+
+  private offsetsOf(metadata: readonly RecordMetadata[]): ChangelogOffsets {
+    const offsets: ChangelogOffsets = {};
+    for (const m of metadata) {
+      if (m.topicName !== this.config.topics.changelog || m.baseOffset === undefined) continue;
+      const offset = Number(m.baseOffset);
+      offsets[m.partition] = Math.min(offsets[m.partition] ?? offset, offset);
+    }
+    return offsets;
+  }
+
+  /**
+   * Takes the account's transactional id at the broker for this replica's leadership: the new producer epoch fences
+   * every older producer of the id (a former leader, frozen or not) and aborts its open transaction at once, so
+   * read_committed readers are not held back until it times out. Call it after winning the lease, before any page.
+   */
+  async beginTransactions(): Promise<void> {
+    if (!this.config.exactlyOnce) return;
+    await this.endTransactions();
+    const producer = this.kafka.producer({
+      transactionalId: this.config.transactionalId,
+      transactionTimeout: this.config.transactionTimeoutMs,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      // InitProducerId answers CONCURRENT_TRANSACTIONS while the broker aborts a crashed leader's transaction;
+      // kafkajs retries it with this policy, which must outlast that abort (seconds), not give up in a few ms.
+      retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000 },
+    });
+    this.tx = { producer, fenced: false };
+    await producer.connect();
+  }
+
+  /**
+   * Reads this account's changelog records from `from` (offsets per partition; absent: the beginning) up to end
+   * markers it writes first through its own producer (see src/kafka/changelog-reader.ts); resolves the markers'
+   * offsets, where the next read can start.
+   */
+  async readChangelog(
+    from: Record<number, number>,
+    onRecords: (records: ChangelogRawRecord[]) => Promise<void>,
+    signal?: AbortSignal,
+  ): Promise<Record<number, number>> {
+    const topic = this.config.topics.changelog;
+    const mark = async (partitions: number[]): Promise<Record<number, number>> => {
+      const nonce = randomUUID();
+      const outgoing = partitions.map((partition) => ({
+        topic,
+        message: { ...this.keyed({ key: MARKER_KEY, value: nonce, headers: {} }), partition },
+        bytes: 0,
+      }));
+      return this.deliver(outgoing);
+    };
+    const options = { topic, keyPrefix: this.config.keyPrefix ?? '', from, mark, onRecords, signal };
+    return readChangelog(this.kafka, this.config.clientId, options, this.logger);
+  }
+
+  /** The id of the Kafka cluster (a Redis written against another cluster must be restored, not trusted). */
+  async clusterId(): Promise<string> {
+    const admin = await this.admin();
+    return (await admin.describeCluster()).clusterId;
+  }
+
+  /** Gives the transactional id up (leadership ends): closes the transactional producer. */
+  async endTransactions(): Promise<void> {
+    const tx = this.tx;
+    this.tx = null;
+    await tx?.producer.disconnect().catch(() => undefined);
+  }
+
+  // One transaction: every send, then commit; any failure aborts it. A fenced producer means another replica took
+  // the account at the broker: it is never re-initialised here (that would fence the winner back), only by
+  // beginTransactions after this replica wins the lease again.
+  private async transact(sends: TopicMessages[][]): Promise<RecordMetadata[]> {
+    if (!this.tx) await this.beginTransactions();
+    const tx = this.tx!;
+    if (tx.fenced) throw new FencedError('the Kafka transactional id was taken by another leader');
+    const transaction = await tx.producer.transaction();
+    try {
+      const metadata: RecordMetadata[] = [];
+      for (const topicMessages of sends) metadata.push(...(await transaction.sendBatch({ acks: -1, topicMessages })));
+      await transaction.commit();
+      return metadata;
+    } catch (err) {
+      await transaction.abort().catch(() => undefined);
+      if (isFencedError(err)) {
+        tx.fenced = true;
+        throw new FencedError('the Kafka transactional id was taken by another leader');
       }
-      const topicMessages = [...byTopic.entries()].map(([topic, messages]) => ({ topic, messages }));
-      await this.send((producer) => producer.sendBatch({ acks: -1, topicMessages }));
+      // After any other failure the producer's state is unknown: the next commit starts a new producer session.
+      if (this.tx === tx) this.tx = null;
+      void tx.producer.disconnect().catch(() => undefined);
+      throw err;
     }
   }
 
@@ -310,19 +433,27 @@ export class KafkaPublisher implements EventSink {
   }
 
   /**
-   * Publishes review.deleted events and a tombstone per deleted review in the state topic, in one send; resolves
-   * once all are acknowledged. Call it before removing the snapshot entries (SnapshotStore.removeEntries).
+   * Publishes review.deleted events, a tombstone per deleted review in the state topic and their changelog markers
+   * in one commit. Call it before removing the snapshot entries (SnapshotStore.removeEntries).
    */
-  async publishDeletions(events: readonly ReviewDeletedEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    const tombstones = events.map((event) =>
-      this.keyed({ key: event.subject, value: null, headers: { [STATE_RECORD_HEADER]: 'review.state' } }),
+  async publishDeletions(events: readonly ReviewDeletedEvent[], changelog?: ChangelogBatch): Promise<ChangelogOffsets> {
+    if (events.length === 0) return {};
+    const outgoing: Outgoing[] = [];
+    const add = (topic: string, message: Message): void => void outgoing.push({ topic, message, bytes: 0 });
+    for (const event of events) add(this.config.topics.deleted, this.keyed(eventMessage(event)));
+    for (const event of events) {
+      add(
+        this.config.topics.state,
+        this.keyed({ key: event.subject, value: null, headers: { [STATE_RECORD_HEADER]: 'review.state' } }),
+      );
+    }
+    if (changelog)
+      for (const record of changelogMessages(changelog)) add(this.config.topics.changelog, this.keyed(record));
+    // Deletions are small and few (the guard caps them): one send, as before.
+    if (this.config.exactlyOnce) return this.offsetsOf(await this.transact([byTopic(outgoing)]));
+    return this.offsetsOf(
+      await this.send((producer) => producer.sendBatch({ acks: -1, topicMessages: byTopic(outgoing) })),
     );
-    const topicMessages = [
-      { topic: this.config.topics.deleted, messages: events.map((event) => this.keyed(eventMessage(event))) },
-      { topic: this.config.topics.state, messages: tombstones },
-    ];
-    await this.send((producer) => producer.sendBatch({ acks: -1, topicMessages }));
   }
 
   /** A review-keyed message with the account's key prefix (accounts sharing a topic), else as it is. */
@@ -371,7 +502,11 @@ export class KafkaPublisher implements EventSink {
   async disconnect(): Promise<void> {
     const probe = this.probe;
     this.probe = null;
-    await Promise.allSettled([this.producer.disconnect(), probe?.then((admin) => admin.disconnect())]);
+    await Promise.allSettled([
+      this.producer.disconnect(),
+      this.endTransactions(),
+      probe?.then((admin) => admin.disconnect()),
+    ]);
   }
 }
 
@@ -390,6 +525,54 @@ async function awaitLeaders(admin: Admin, topics: readonly string[]): Promise<vo
     if (Date.now() > deadline) throw new Error(`new topics without a leader after ${TOPIC_LEADERS_TIMEOUT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+/** Key of the end markers a changelog read writes (see src/kafka/changelog-reader.ts); compaction keeps one. */
+const MARKER_KEY = 'restore-marker';
+
+/** A message on its way, with its topic and size. */
+interface Outgoing {
+  topic: string;
+  message: Message;
+  bytes: number;
+}
+
+/** One send's messages grouped by topic, in order. */
+function byTopic(chunk: readonly Outgoing[]): TopicMessages[] {
+  const topics = new Map<string, Message[]>();
+  for (const { topic, message } of chunk) {
+    let list = topics.get(topic);
+    if (!list) topics.set(topic, (list = []));
+    list.push(message);
+  }
+  return [...topics.entries()].map(([topic, messages]) => ({ topic, messages }));
+}
+
+/** A message whose value may be binary (changelog entries). */
+type ChangelogMessage = Omit<OutgoingMessage, 'value'> & { value: string | Buffer };
+
+/** The changelog records of a commit, each headed with its transaction number. */
+function changelogMessages(batch: ChangelogBatch): ChangelogMessage[] {
+  const headers = { [CHANGELOG_TXN_HEADER]: String(batch.checkpoint.txn) };
+  const records = [
+    ...batch.entries.map(([id, entry]) => entryRecord(id, entry)),
+    ...(batch.deleted ?? []).map(([id, entry]) => entryRecord(id, entry, true)),
+    checkpointRecord(batch.checkpoint),
+  ];
+  return records.map((r) => ({ key: r.key, value: r.value, headers }));
+}
+
+// Kafka's answers to a producer whose epoch is no longer the transactional id's (another producer initialised it).
+const FENCED_TYPES = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'INVALID_PRODUCER_ID_MAPPING']);
+
+/** Whether a kafkajs error (or one it wraps) says the producer was fenced. */
+function isFencedError(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 8; depth++) {
+    const type = (e as { type?: unknown }).type;
+    if (typeof type === 'string' && FENCED_TYPES.has(type)) return true;
+    e = (e as { originalError?: unknown; cause?: unknown }).originalError ?? (e as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 /** Consecutive runs of messages whose sizes add up to at most `limit` (a message alone over it is a run of one). */

@@ -104,6 +104,9 @@ export class BridgeMetrics {
   private readonly upstreamThrottled: Counter<'status'>;
   private readonly upstreamRetries: Counter<'endpoint' | 'reason'>;
   private readonly pageShrinks: Counter<'reason'>;
+  private readonly restores: Counter<'kind'>;
+  private readonly restoreEntries: Counter<'kind'>;
+  private readonly restoreDuration: Histogram<'kind'>;
   private readonly tokenRefreshes: Counter<'outcome'>;
   private readonly limiterWait: Histogram<'pass'>;
   private readonly recordsRejected: Counter<'reason'>;
@@ -162,6 +165,25 @@ export class BridgeMetrics {
       name: `${PREFIX}upstream_retries_total`,
       help: 'Upstream requests retried, by endpoint and short reason.',
       labelNames: ['endpoint', 'reason'],
+      registers,
+    });
+    this.restores = new Counter({
+      name: `${PREFIX}restores_total`,
+      help: 'Restores of the Redis snapshot from the Kafka changelog that wrote something: full (Redis empty, foreign or forced) or tail (commits Redis had missed).',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.restoreEntries = new Counter({
+      name: `${PREFIX}restore_entries_total`,
+      help: 'Snapshot entries (and deletion markers) written to Redis by restores from the Kafka changelog.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.restoreDuration = new Histogram({
+      name: `${PREFIX}restore_duration_seconds`,
+      help: 'Duration of restores from the Kafka changelog that wrote something.',
+      labelNames: ['kind'],
+      buckets: [0.5, 1, 2, 5, 10, 20, 60, 120, 300],
       registers,
     });
     this.pageShrinks = new Counter({
@@ -479,6 +501,13 @@ export class BridgeMetrics {
   /** Observes one Redis commit. */
   observeCommit(seconds: number): void {
     if (Number.isFinite(seconds) && seconds >= 0) this.commitDuration.observe(seconds);
+  }
+
+  /** Counts a restore from the Kafka changelog, its entries and duration. */
+  restoreFinished(kind: 'full' | 'tail', entries: number, seconds: number): void {
+    this.restores.inc({ kind });
+    if (entries > 0) this.restoreEntries.inc({ kind }, entries);
+    if (Number.isFinite(seconds) && seconds >= 0) this.restoreDuration.observe({ kind }, seconds);
   }
 
   /** Counts a finished pass and observes its duration. */

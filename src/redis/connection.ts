@@ -14,6 +14,7 @@ const lua = (name: string): string => readFileSync(new URL(`./lua/${name}.lua`, 
 export interface BridgeScripts {
   bridgeCommit(...args: (string | Buffer | number)[]): Promise<number>;
   bridgeRemove(...args: (string | Buffer | number)[]): Promise<number>;
+  bridgeEpochFloor(epochKey: string, floor: string): Promise<number>;
   bridgeLeaseAcquire(lease: string, epoch: string, holder: string, ttlMs: number): Promise<number>;
   bridgeLeaseRelease(lease: string, holder: string): Promise<number>;
   bridgeReplicaBeat(registry: string, replica: string, ttlMs: number, mode: 'beat' | 'leave'): Promise<string[]>;
@@ -109,6 +110,7 @@ export function connectRedis(
   client.on('error', () => undefined);
   client.defineCommand('bridgeCommit', { lua: lua('commit') });
   client.defineCommand('bridgeRemove', { lua: lua('remove') });
+  client.defineCommand('bridgeEpochFloor', { numberOfKeys: 1, lua: lua('epoch-floor') });
   client.defineCommand('bridgeLeaseAcquire', { numberOfKeys: 2, lua: lua('lease-acquire') });
   client.defineCommand('bridgeLeaseRelease', { numberOfKeys: 1, lua: lua('lease-release') });
   client.defineCommand('bridgeReplicaBeat', { numberOfKeys: 1, lua: lua('replica-beat') });
@@ -158,6 +160,8 @@ export function accountKeys(prefix: string, account: string) {
     checkpoint: `${base}:checkpoint`,
     count: `${base}:count`,
     sweepRequest: `${base}:sweep-request`,
+    /** An operator's request for a full restore of the snapshot from the Kafka changelog. */
+    restoreRequest: `${base}:restore-request`,
     /** Operator pause flag (value: when it was paused, ms); kept until resumed, whoever leads. */
     paused: `${base}:paused`,
     /** A pending resync request (JSON of its scope), taken by the leader like the sweep request. */

@@ -1,8 +1,16 @@
-import type { FullScanType } from '../core/domain.js';
+import type { Checkpoint, CheckpointUpdate } from '../core/checkpoint.js';
+import { FencedError, SnapshotLostError } from '../core/errors.js';
 import { durably, type AccountKeys, type BridgeRedis } from './connection.js';
 import { z } from 'zod';
 import { ResyncRequestSchema, type ResyncRequest } from '../core/resync-request.js';
 import { decodeEntry, encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
+import type { ChangelogCheckpoint } from '../core/changelog.js';
+
+/** Where Kafka's changelog stood after a commit (see ChangelogMark in src/bridge/pipeline.ts). */
+interface CommitMark {
+  txn: number;
+  offsets: Record<number, number>;
+}
 
 // The snapshot store: the bridge's memory of every review, and the checkpoint that says how far it got.
 // Entries live in hash buckets of 128 reviews (field = id within the bucket) because small hashes are stored as
@@ -10,28 +18,7 @@ import { decodeEntry, encodeEntry, type SnapshotEntry } from '../core/snapshot-e
 
 const BUCKET_BITS = 7;
 
-/** Where the passes stand; every field is written only by a fenced commit. */
-export interface Checkpoint {
-  /** Largest updated_date (ms) covered by a complete incremental poll or load; null before the initial load. */
-  watermark: number | null;
-  /** True once the initial load of an empty snapshot has completed. */
-  initialDone: boolean;
-  /** A sweep (or the initial load) in progress: its kind, resume cursor and progress. */
-  sweep: { kind: FullScanType; cursor: string | null; startedAt: number; seen: number } | null;
-  /** When the last sweep (or initial load) completed (ms). */
-  lastSweepAt: number | null;
-  /** When the last incremental poll completed (ms). */
-  lastIncrementalAt: number | null;
-}
-
-/** Changes to the checkpoint made with a page commit; undefined leaves a field as it is. */
-export interface CheckpointUpdate {
-  watermark?: number;
-  initialDone?: boolean;
-  sweep?: Checkpoint['sweep'];
-  lastSweepAt?: number;
-  lastIncrementalAt?: number;
-}
+export type { Checkpoint, CheckpointUpdate } from '../core/checkpoint.js';
 
 /** Progress of the running (or last) sweep, initial load or resync, as the leader publishes it for `status`. */
 export const PassProgressSchema = z.object({
@@ -47,13 +34,7 @@ export const PassProgressSchema = z.object({
 /** Progress of a long pass as stored in Redis. */
 export type PassProgress = z.infer<typeof PassProgressSchema>;
 
-/** Thrown when a commit is refused because another replica has taken the lease since. */
-export class FencedError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'FencedError';
-  }
-}
+export { FencedError, SnapshotLostError } from '../core/errors.js';
 
 const num = (v: string | undefined): number | null => (v === undefined || v === '' ? null : Number(v));
 
@@ -64,8 +45,13 @@ export class SnapshotStore {
     private readonly keys: AccountKeys,
   ) {}
 
-  /** The entries of the given reviews, in one pipelined round trip. */
-  async read(ids: readonly number[]): Promise<Map<number, SnapshotEntry>> {
+  /**
+   * The entries of the given reviews, in one pipelined round trip. With `epoch`, the same round trip checks that
+   * the account's keys are still those of that leadership: entries read from a Redis that lost them (and maybe
+   * got a new lease since) would diff every review as new, so the read fails instead (SnapshotLostError, or
+   * FencedError when another epoch holds the account).
+   */
+  async read(ids: readonly number[], epoch?: number): Promise<Map<number, SnapshotEntry>> {
     const byBucket = new Map<number, number[]>();
     for (const id of ids) {
       const bucket = Math.floor(id / 2 ** BUCKET_BITS);
@@ -78,7 +64,14 @@ export class SnapshotStore {
     for (const [bucket, list] of order) {
       pipeline.hmgetBuffer(this.keys.bucket(bucket), ...list.map(fieldOf));
     }
+    if (epoch !== undefined) pipeline.get(this.keys.epoch);
     const results = (await pipeline.exec()) ?? [];
+    if (epoch !== undefined) {
+      const [err, current] = results[order.length] ?? [new Error('missing pipeline result'), null];
+      if (err) throw err;
+      if (current === null) throw new SnapshotLostError('LOST: the account keys are gone');
+      if (current !== String(epoch)) throw new FencedError(`FENCED: epoch ${epoch} superseded by ${String(current)}`);
+    }
     const entries = new Map<number, SnapshotEntry>();
     order.forEach(([, list], i) => {
       const [err, values] = results[i] ?? [new Error('missing pipeline result'), null];
@@ -90,14 +83,23 @@ export class SnapshotStore {
     return entries;
   }
 
-  /** Writes entries and checkpoint atomically; throws FencedError if `epoch` is no longer current. */
+  /**
+   * Writes entries and checkpoint atomically, with the changelog transaction they come from; throws FencedError
+   * if `epoch` is no longer current and SnapshotLostError if the account's keys are gone.
+   */
   async commit(
     epoch: number,
     entries: ReadonlyArray<[number, SnapshotEntry]>,
     update: CheckpointUpdate,
+    mark?: CommitMark,
   ): Promise<void> {
     const { bucketKeys, triples } = this.entryArgs(entries);
     const pairs = checkpointPairs(update);
+    if (mark) {
+      pairs.push('txn', String(mark.txn));
+      // One field per partition: a commit that touched some partitions keeps the others' offsets.
+      for (const [partition, offset] of Object.entries(mark.offsets)) pairs.push(`clo:${partition}`, String(offset));
+    }
     const keys = [this.keys.epoch, this.keys.checkpoint, this.keys.count, ...bucketKeys];
     try {
       // Replicas acknowledge the commit before the next page is published (see README: a Redis failover).
@@ -105,9 +107,109 @@ export class SnapshotStore {
         p.bridgeCommit(keys.length, ...keys, String(epoch), String(pairs.length / 2), ...pairs, ...triples),
       );
     } catch (err) {
-      if (err instanceof Error && err.message.startsWith('FENCED')) throw new FencedError(err.message);
-      throw err;
+      throw scriptError(err);
     }
+  }
+
+  /** The number of the last changelog transaction Redis reflects (0: none, or a snapshot older than changelogs). */
+  async changelogTxn(): Promise<number> {
+    return num((await this.redis.hget(this.keys.checkpoint, 'txn')) ?? undefined) ?? 0;
+  }
+
+  /**
+   * What a restore compares: Redis's changelog transaction (null when Redis holds no checkpoint at all), the
+   * changelog offsets its last commits got, the Kafka cluster it was restored from or written to, the epoch counter.
+   */
+  async changelogState(): Promise<{
+    txn: number | null;
+    offsets: Record<number, number>;
+    cluster: string | null;
+    empty: boolean;
+  }> {
+    const [h] = (await durably(this.redis, (p) => p.hgetall(this.keys.checkpoint))) as [Record<string, string>];
+    const offsets: Record<number, number> = {};
+    for (const [field, value] of Object.entries(h)) {
+      if (field.startsWith('clo:')) offsets[Number(field.slice(4))] = Number(value);
+    }
+    const empty = Object.keys(h).length === 0;
+    return { txn: num(h.txn), offsets, cluster: h.kafka_cluster ?? null, empty };
+  }
+
+  /** Removes the account's snapshot (entries, count, checkpoint) before a full restore; leases and requests stay. */
+  async clearForRestore(): Promise<void> {
+    const keys: string[] = [this.keys.checkpoint, this.keys.count];
+    let cursor = '0';
+    do {
+      const [next, found] = await this.redis.scan(cursor, 'MATCH', this.keys.bucketPattern, 'COUNT', 1000);
+      cursor = next;
+      keys.push(...found);
+    } while (cursor !== '0');
+    for (let i = 0; i < keys.length; i += 500) await this.redis.unlink(...keys.slice(i, i + 500));
+  }
+
+  /** Writes restored entries (deleted: null) in one pipelined round trip; not fenced (restoreFinish is). */
+  async restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null]>): Promise<void> {
+    if (entries.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    for (const [id, entry] of entries) {
+      const key = this.keys.bucket(Math.floor(id / 2 ** BUCKET_BITS));
+      if (entry) pipeline.hset(key, fieldOf(id), encodeEntry(entry));
+      else pipeline.hdel(key, fieldOf(id));
+    }
+    const results = (await pipeline.exec()) ?? [];
+    for (const [err] of results) if (err) throw err;
+  }
+
+  /**
+   * Completes a restore: counts the entries, writes the changelog's checkpoint (fenced by `epoch`) with where
+   * the changelog was read to, and raises the epoch counter to the changelog's epoch floor. Resolves false when
+   * `epoch` itself is not above that floor (the caller must take a new lease: its epoch is not newer than history).
+   */
+  async restoreFinish(
+    epoch: number,
+    ckpt: ChangelogCheckpoint,
+    offsets: Record<number, number>,
+    cluster: string,
+  ): Promise<boolean> {
+    let count = 0;
+    let cursor = '0';
+    do {
+      const [next, found] = await this.redis.scan(cursor, 'MATCH', this.keys.bucketPattern, 'COUNT', 1000);
+      cursor = next;
+      if (found.length === 0) continue;
+      const pipeline = this.redis.pipeline();
+      for (const key of found) pipeline.hlen(key);
+      for (const [err, n] of (await pipeline.exec()) ?? []) {
+        if (err) throw err;
+        count += Number(n);
+      }
+    } while (cursor !== '0');
+    await this.redis.set(this.keys.count, String(count));
+    const pairs = checkpointPairs({
+      ...(ckpt.watermark !== null ? { watermark: ckpt.watermark } : {}),
+      initialDone: ckpt.initialDone,
+      sweep: ckpt.sweep,
+      ...(ckpt.lastSweepAt !== null ? { lastSweepAt: ckpt.lastSweepAt } : {}),
+      ...(ckpt.lastIncrementalAt !== null ? { lastIncrementalAt: ckpt.lastIncrementalAt } : {}),
+    });
+    pairs.push('txn', String(ckpt.txn), 'kafka_cluster', cluster);
+    for (const [partition, offset] of Object.entries(offsets)) pairs.push(`clo:${partition}`, String(offset));
+    const keys = [this.keys.epoch, this.keys.checkpoint, this.keys.count];
+    try {
+      await durably(this.redis, (p) =>
+        p.bridgeCommit(keys.length, ...keys, String(epoch), String(pairs.length / 2), ...pairs),
+      );
+    } catch (err) {
+      throw scriptError(err);
+    }
+    if (epoch > ckpt.epoch) return true;
+    await this.redis.bridgeEpochFloor(this.keys.epoch, String(ckpt.epoch));
+    return false;
+  }
+
+  /** Records the Kafka cluster the changelog is written to (a Redis later pointed at another cluster is restored). */
+  async setKafkaCluster(cluster: string): Promise<void> {
+    await this.redis.hset(this.keys.checkpoint, 'kafka_cluster', cluster);
   }
 
   /**
@@ -197,8 +299,7 @@ export class SnapshotStore {
     try {
       return await this.redis.bridgeRemove(keys.length, ...keys, String(epoch), ...triples);
     } catch (err) {
-      if (err instanceof Error && err.message.startsWith('FENCED')) throw new FencedError(err.message);
-      throw err;
+      throw scriptError(err);
     }
   }
 
@@ -250,6 +351,21 @@ export class SnapshotStore {
     return (await this.redis.getdel(this.keys.sweepRequest)) !== null;
   }
 
+  /** Asks the leader for a full restore from the Kafka changelog (the `restore` command); only a request. */
+  async requestRestore(): Promise<void> {
+    await this.redis.set(this.keys.restoreRequest, String(Date.now()));
+  }
+
+  /** Whether a restore request is pending (not yet taken by the leader). */
+  async restoreRequested(): Promise<boolean> {
+    return (await this.redis.exists(this.keys.restoreRequest)) === 1;
+  }
+
+  /** Takes a pending restore request, if any. */
+  async takeRestoreRequest(): Promise<boolean> {
+    return (await this.redis.getdel(this.keys.restoreRequest)) !== null;
+  }
+
   /** Records a resync request for the leader (replaces a pending one); not fenced, it is only a request. */
   async requestResync(request: ResyncRequest): Promise<void> {
     await this.redis.set(this.keys.resyncRequest, JSON.stringify(request));
@@ -284,6 +400,13 @@ export class SnapshotStore {
     const parsed = raw === null ? null : PassProgressSchema.safeParse(safeJson(raw));
     return parsed?.success ? parsed.data : null;
   }
+}
+
+/** The error a fenced script answered with, as the orchestration knows it. */
+function scriptError(err: unknown): unknown {
+  if (err instanceof Error && err.message.startsWith('FENCED')) return new FencedError(err.message);
+  if (err instanceof Error && err.message.startsWith('LOST')) return new SnapshotLostError(err.message);
+  return err;
 }
 
 function safeJson(text: string): unknown {

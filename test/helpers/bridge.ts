@@ -36,6 +36,7 @@ export function testEnv(upstreamUrl: string, overrides: Record<string, string> =
     KAFKA_TOPIC_STATE: `${id}.state`,
     KAFKA_TOPIC_DELETED: `${id}.deleted`,
     KAFKA_TOPIC_HEARTBEAT: `${id}.heartbeat`,
+    KAFKA_TOPIC_CHANGELOG: `${id}.changelog`,
     KAFKA_TOPIC_PARTITIONS: '3',
     ...redisSettings(overrides),
     REDIS_KEY_PREFIX: 'rbtest',
@@ -67,6 +68,7 @@ export function topicsOf(env: Record<string, string>): BridgeConfig['kafka']['to
     state: env.KAFKA_TOPIC_STATE!,
     deleted: env.KAFKA_TOPIC_DELETED!,
     heartbeat: env.KAFKA_TOPIC_HEARTBEAT!,
+    changelog: env.KAFKA_TOPIC_CHANGELOG!,
   };
 }
 

@@ -3,7 +3,10 @@ import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent } from '../.
 import type { LeasePort } from '../../src/bridge/lease-keeper.js';
 import { BridgeMetrics } from '../../src/ops/metrics.js';
 import type { PassesSink, PassesSnapshot } from '../../src/bridge/passes/index.js';
-import type { DeadLetter } from '../../src/kafka/publisher.js';
+import type { ChangelogBatch, ChangelogOffsets, DeadLetter } from '../../src/kafka/publisher.js';
+import { applyCheckpointUpdate, EMPTY_CHECKPOINT } from '../../src/core/checkpoint.js';
+import { checkpointRecord, entryRecord, type ChangelogCheckpoint } from '../../src/core/changelog.js';
+import type { RestoreRecord } from '../../src/bridge/restore.js';
 import type { SnapshotEntry } from '../../src/core/snapshot-entry.js';
 import type { Checkpoint, CheckpointUpdate, PassProgress } from '../../src/redis/snapshot-store.js';
 import type { ResyncRequest } from '../../src/core/resync-request.js';
@@ -60,14 +63,87 @@ export class FakeSnapshot implements PassesSnapshot {
     return out;
   }
 
-  async commit(epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>, update: CheckpointUpdate) {
+  async commit(
+    epoch: number,
+    entries: ReadonlyArray<[number, SnapshotEntry]>,
+    update: CheckpointUpdate,
+    mark?: { txn: number; offsets: Record<number, number> },
+  ) {
     const g = this.commitGate;
     this.commitGate = null;
     if (g) await g.promise;
     this.log.push(`commit ${entries.map(([id]) => id).join(',')}${update.sweep !== undefined ? ' +sweep' : ''}`);
     for (const [id, e] of entries) this.entries.set(id, e);
-    const defined = Object.fromEntries(Object.entries(update).filter(([, v]) => v !== undefined));
-    this.ckpt = { ...this.ckpt, ...defined };
+    this.ckpt = applyCheckpointUpdate(this.ckpt, update);
+    if (mark) {
+      this.txn = mark.txn;
+      Object.assign(this.offsets, mark.offsets);
+    }
+    this.hasCheckpoint = true;
+  }
+
+  /** The changelog transaction this snapshot reflects (null: none). */
+  txn: number | null = null;
+  readonly offsets: Record<number, number> = {};
+  cluster: string | null = null;
+  /** False after clear(): as a Redis that lost every key. */
+  hasCheckpoint = false;
+  restoreRequested = false;
+
+  /** Forgets everything, as a flushed Redis. */
+  clear(): void {
+    this.entries.clear();
+    this.ckpt = { ...EMPTY_CHECKPOINT };
+    this.txn = null;
+    for (const p of Object.keys(this.offsets)) delete this.offsets[Number(p)];
+    this.cluster = null;
+    this.hasCheckpoint = false;
+  }
+
+  async changelogTxn(): Promise<number> {
+    return this.txn ?? 0;
+  }
+
+  async changelogState() {
+    const empty = !this.hasCheckpoint && this.entries.size === 0;
+    return { txn: this.txn, offsets: { ...this.offsets }, cluster: this.cluster, empty };
+  }
+
+  async clearForRestore(): Promise<void> {
+    this.log.push('clear');
+    this.clear();
+  }
+
+  async restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null]>): Promise<void> {
+    for (const [id, entry] of entries) {
+      if (entry) this.entries.set(id, entry);
+      else this.entries.delete(id);
+    }
+  }
+
+  async restoreFinish(
+    epoch: number,
+    ckpt: ChangelogCheckpoint,
+    offsets: Record<number, number>,
+    cluster: string,
+  ): Promise<boolean> {
+    const { txn, epoch: floor, ...checkpoint } = ckpt;
+    this.ckpt = checkpoint;
+    this.txn = txn;
+    Object.assign(this.offsets, offsets);
+    this.cluster = cluster;
+    this.hasCheckpoint = true;
+    return epoch > floor;
+  }
+
+  async setKafkaCluster(cluster: string): Promise<void> {
+    this.cluster = cluster;
+  }
+
+  async takeRestoreRequest(): Promise<boolean> {
+    const r = this.restoreRequested;
+    this.restoreRequested = false;
+    return r;
   }
 
   async checkpoint(): Promise<Checkpoint> {
@@ -137,9 +213,41 @@ export class FakeSink implements PassesSink {
 
   constructor(private readonly log: string[]) {}
 
-  async publishDeletions(events: readonly ReviewDeletedEvent[]): Promise<void> {
+  async publishDeletions(events: readonly ReviewDeletedEvent[], changelog?: ChangelogBatch): Promise<ChangelogOffsets> {
     this.log.push(`deleted ${events.map((e) => e.subject).join(',')}`);
     this.deletions.push(...events);
+    return this.appendChangelog(changelog);
+  }
+
+  /** The changelog as one partition (0): key, value, transaction. */
+  readonly changelog: RestoreRecord[] = [];
+  transactionsBegun = 0;
+
+  async beginTransactions(): Promise<void> {
+    this.transactionsBegun += 1;
+  }
+
+  async readChangelog(
+    from: Record<number, number>,
+    onRecords: (records: RestoreRecord[]) => Promise<void>,
+  ): Promise<Record<number, number>> {
+    await onRecords(this.changelog.slice(from[0] ?? 0));
+    return { 0: this.changelog.length };
+  }
+
+  async clusterId(): Promise<string> {
+    return 'fake-cluster';
+  }
+
+  private appendChangelog(batch: ChangelogBatch | undefined): ChangelogOffsets {
+    if (!batch) return {};
+    const offset = this.changelog.length;
+    const txn = batch.checkpoint.txn;
+    for (const [id, entry] of batch.entries) this.changelog.push({ ...entryRecord(id, entry), txn });
+    for (const [id, entry] of batch.deleted ?? []) this.changelog.push({ ...entryRecord(id, entry, true), txn });
+    const ckpt = checkpointRecord(batch.checkpoint);
+    this.changelog.push({ key: ckpt.key, value: Buffer.from(ckpt.value), txn });
+    return { 0: offset };
   }
 
   async publishHeartbeat(event: ReviewHeartbeatEvent): Promise<void> {
@@ -152,7 +260,12 @@ export class FakeSink implements PassesSink {
   /** When set, a publish that includes an event for which this returns an error fails with it. */
   refuse: ((event: ReviewEvent) => Error | null) | null = null;
 
-  async publish(events: readonly ReviewEvent[], deadLetters: readonly DeadLetter[]): Promise<void> {
+  async publish(
+    events: readonly ReviewEvent[],
+    deadLetters: readonly DeadLetter[],
+    _states?: unknown,
+    changelog?: ChangelogBatch,
+  ): Promise<ChangelogOffsets> {
     for (const event of events) {
       const err = this.refuse?.(event);
       if (err) throw err;
@@ -166,6 +279,7 @@ export class FakeSink implements PassesSink {
     this.events.push(...events);
     this.deadLetters.push(...deadLetters);
     this.log.push(`acked ${ids.join(',')}`);
+    return this.appendChangelog(changelog);
   }
 }
 

@@ -14,6 +14,7 @@ export function uniqueTopics(prefix: string): BridgeConfig['kafka']['topics'] {
     state: `${base}.state`,
     deleted: `${base}.deleted`,
     heartbeat: `${base}.heartbeat`,
+    changelog: `${base}.changelog`,
   };
 }
 
@@ -23,7 +24,7 @@ export function uniqueTopics(prefix: string): BridgeConfig['kafka']['topics'] {
  */
 export async function connectedPublisher(
   topics: BridgeConfig['kafka']['topics'],
-  { createTopics = true } = {},
+  { createTopics = true, exactlyOnce = false } = {},
 ): Promise<KafkaPublisher> {
   const publisher = new KafkaPublisher(
     {
@@ -35,6 +36,9 @@ export async function connectedPublisher(
       createTopics,
       partitions: 2,
       replicationFactor: 1,
+      exactlyOnce,
+      transactionalId: uniqueName('it-tx'),
+      transactionTimeoutMs: 60_000,
     },
     'it',
     pino({ level: 'silent' }),

@@ -3,10 +3,11 @@ import type { ReviewDeletedEvent } from '../../core/events.js';
 import type { BridgeMetrics } from '../../ops/metrics.js';
 import type { PagePipeline } from '../pipeline.js';
 import type { SnapshotEntry } from '../../core/snapshot-entry.js';
+import type { ChangelogBatch, ChangelogOffsets } from '../../kafka/publisher.js';
 
 // The end of a complete sweep: reviews in the snapshot that the sweep did not list were deleted upstream. Order:
-// publish review.deleted and the state topic's tombstones, then remove the entries (compare-and-delete, fenced),
-// so that a crash in between re-detects the same deletions (same ids) at the next complete sweep.
+// publish review.deleted, the state topic's tombstones and the changelog's deletion markers (one transaction),
+// then remove the entries (compare-and-delete, fenced); a crash in between is repaired from the changelog.
 
 /** The snapshot operations of deletion detection. */
 export interface DeletionSnapshot {
@@ -16,7 +17,7 @@ export interface DeletionSnapshot {
 
 /** The Kafka operation of deletion detection. */
 export interface DeletionSink {
-  publishDeletions(events: readonly ReviewDeletedEvent[]): Promise<void>;
+  publishDeletions(events: readonly ReviewDeletedEvent[], changelog?: ChangelogBatch): Promise<ChangelogOffsets>;
 }
 
 /** Settings and adapters of deletion detection. */
@@ -59,8 +60,10 @@ export async function detectDeletions(
     deps.metrics.deletionRefused();
     return { refused: verdict.missing, known };
   }
-  await deps.sink.publishDeletions(deletedEvents(eventSource, missing, pipeline.clock()));
-  const removed = await deps.snapshot.removeEntries(epoch, missing);
+  const events = deletedEvents(eventSource, missing, pipeline.clock());
+  const removed = await pipeline.commitDeletions(epoch, events, missing, deps.sink, (e, entries) =>
+    deps.snapshot.removeEntries(e, entries),
+  );
   deps.metrics.reviewsDeleted(removed);
   logger.info({ deleted: removed }, 'reviews deleted upstream reported');
   return { deleted: removed };

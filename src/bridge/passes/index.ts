@@ -9,12 +9,22 @@ import { openFullScan, type FullScanRun } from './full-scan.js';
 import { runIncrementalPoll } from './incremental.js';
 import { openResync, type ResyncProgressSink } from './resync.js';
 import type { ResyncRequest } from '../../core/resync-request.js';
+import type { FingerprintKeySource } from '../../core/fingerprint-key.js';
+import { restoreFromChangelog, type RestoreMetrics, type RestorePorts } from '../restore.js';
 
 export type { FullScanRun } from './full-scan.js';
 export type { PassContext } from './context.js';
 
 /** What the loop asks of the passes; unit tests of the loop give it a fake. */
 export interface PassRunner {
+  /**
+   * Readies this replica's leadership under `epoch` before any pass: takes the transactional id at the broker
+   * (fencing a former leader) and restores Redis from the Kafka changelog where it is empty or behind. Resolves
+   * false when the lease must be taken anew first (the epoch is not above the one the changelog recorded).
+   */
+  prepare(epoch: number, signal: AbortSignal, force?: boolean): Promise<boolean>;
+  /** Takes (and clears) an operator's request for a restore from Kafka. */
+  takeRestoreRequest(): Promise<boolean>;
   checkpoint(): Promise<Checkpoint>;
   /** Takes (and clears) an operator's request for a sweep. */
   takeSweepRequest(): Promise<boolean>;
@@ -34,27 +44,37 @@ export interface PassRunner {
 }
 
 /** The snapshot operations of the pipeline and of deletion detection, plus the operator's sweep requests. */
-export interface PassesSnapshot extends SnapshotPort, DeletionSnapshot, ResyncProgressSink {
+export interface PassesSnapshot
+  extends
+    SnapshotPort,
+    DeletionSnapshot,
+    ResyncProgressSink,
+    Pick<RestorePorts, 'changelogState' | 'clearForRestore' | 'restoreEntries' | 'restoreFinish' | 'setKafkaCluster'> {
   takeSweepRequest(): Promise<boolean>;
+  takeRestoreRequest(): Promise<boolean>;
   takeResyncRequest(): Promise<ResyncRequest | 'invalid' | null>;
   requestResync(request: ResyncRequest): Promise<void>;
   pausedSince(): Promise<number | null>;
 }
 
 /** Where the passes publish: change events and dead letters, and deletions. */
-export interface PassesSink extends EventSink, DeletionSink {
+export interface PassesSink extends EventSink, DeletionSink, Pick<RestorePorts, 'readChangelog' | 'clusterId'> {
   publishHeartbeat(event: ReviewHeartbeatEvent): Promise<void>;
+  /** Takes the account's transactional id at the broker for a new leadership (fences the former leader). */
+  beginTransactions(): Promise<void>;
 }
 
 /** Settings of the passes. */
 export interface PassesOptions {
   /** How far before the watermark incremental polls start. */
   overlapMs: number;
-  metrics: PassContext['metrics'] & DeletionDeps['metrics'];
+  metrics: PassContext['metrics'] & DeletionDeps['metrics'] & RestoreMetrics;
   /** Deletion detection at the end of complete sweeps: the guard's fraction, or null when it is off. */
   deleteMaxFraction: number | null;
   /** The account, as heartbeats name it. */
   account: string;
+  /** Where the fingerprint key comes from (absent: unkeyed fingerprints, tests only). */
+  keySource?: FingerprintKeySource;
 }
 
 /** The passes of one account over one pipeline and one upstream. */
@@ -65,6 +85,8 @@ export class Passes implements PassRunner {
   private readonly deletion: DeletionDeps | null;
   private readonly sink: PassesSink;
   private readonly account: string;
+  private readonly metrics: RestoreMetrics;
+  private readonly keySource: FingerprintKeySource | undefined;
 
   constructor(
     deps: PipelineDeps & { snapshot: PassesSnapshot; sink: PassesSink },
@@ -75,6 +97,8 @@ export class Passes implements PassRunner {
     this.snapshot = deps.snapshot;
     this.sink = deps.sink;
     this.account = options.account;
+    this.metrics = options.metrics;
+    this.keySource = options.keySource;
     this.ctx = { overlapMs: options.overlapMs, metrics: options.metrics, clock: this.pipeline.clock };
     const { deleteMaxFraction: maxFraction, metrics } = options;
     this.deletion = maxFraction === null ? null : { snapshot: deps.snapshot, sink: deps.sink, metrics, maxFraction };
@@ -82,6 +106,33 @@ export class Passes implements PassRunner {
 
   checkpoint(): Promise<Checkpoint> {
     return this.snapshot.checkpoint();
+  }
+
+  async prepare(epoch: number, signal: AbortSignal, force = false): Promise<boolean> {
+    this.pipeline.reset();
+    await this.sink.beginTransactions();
+    await this.keySource?.persist();
+    const ports: RestorePorts = {
+      changelogState: () => this.snapshot.changelogState(),
+      clearForRestore: () => this.snapshot.clearForRestore(),
+      restoreEntries: (entries) => this.snapshot.restoreEntries(entries),
+      restoreFinish: (e, ckpt, offsets, cluster) => this.snapshot.restoreFinish(e, ckpt, offsets, cluster),
+      setKafkaCluster: (cluster) => this.snapshot.setKafkaCluster(cluster),
+      readChangelog: (from, onRecords, s) => this.sink.readChangelog(from, onRecords, s),
+      clusterId: () => this.sink.clusterId(),
+    };
+    const { logger } = this.pipeline.deps;
+    const outcome = await restoreFromChangelog(
+      ports,
+      { logger, metrics: this.metrics, clock: this.pipeline.clock, signal },
+      epoch,
+      force,
+    );
+    return !outcome.reacquire;
+  }
+
+  takeRestoreRequest(): Promise<boolean> {
+    return this.snapshot.takeRestoreRequest();
   }
 
   takeSweepRequest(): Promise<boolean> {

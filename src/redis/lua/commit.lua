@@ -5,6 +5,10 @@
 -- (bucket index into KEYS from 4, field, value) triples for the entries.
 -- Checkpoint rules: an empty value deletes the field; 'watermark' only ever grows.
 local current = redis.call('GET', KEYS[1])
+if not current then
+  -- The epoch counter only vanishes with the account's keys (a flush, an empty replica): restore from Kafka.
+  return redis.error_reply('LOST: the account keys are gone')
+end
 if current ~= ARGV[1] then
   return redis.error_reply('FENCED: epoch ' .. ARGV[1] .. ' superseded by ' .. tostring(current))
 end

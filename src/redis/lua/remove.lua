@@ -4,6 +4,10 @@
 -- KEYS[1] epoch counter, KEYS[2] entry count, KEYS[3..] snapshot buckets
 -- ARGV[1] epoch, then (bucket index into KEYS from 3, field, expected value) triples.
 local current = redis.call('GET', KEYS[1])
+if not current then
+  -- The epoch counter only vanishes with the account's keys (a flush, an empty replica): restore from Kafka.
+  return redis.error_reply('LOST: the account keys are gone')
+end
 if current ~= ARGV[1] then
   return redis.error_reply('FENCED: epoch ' .. ARGV[1] .. ' superseded by ' .. tostring(current))
 end

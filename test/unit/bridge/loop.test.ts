@@ -27,6 +27,20 @@ class ScriptedPasses implements PassRunner {
     return { ...this.ckpt };
   }
 
+  prepared: number[] = [];
+  restoreRequested = false;
+
+  async prepare(epoch: number): Promise<boolean> {
+    this.prepared.push(epoch);
+    return true;
+  }
+
+  async takeRestoreRequest(): Promise<boolean> {
+    const r = this.restoreRequested;
+    this.restoreRequested = false;
+    return r;
+  }
+
   async takeSweepRequest(): Promise<boolean> {
     const r = this.sweepRequested;
     this.sweepRequested = false;

@@ -41,7 +41,13 @@ describe('loadConfig', () => {
       state: 'review.state',
       deleted: 'review.deleted',
       heartbeat: 'review.heartbeat',
+      changelog: 'reviews-bridge.changelog',
     });
+    // Exactly-once by default, with a transactional id stable per deployment (client id) and account.
+    expect(c.kafka.exactlyOnce).toBe(true);
+    expect(c.kafka.transactionalId).toBe('reviews-bridge.default');
+    expect(loadConfig({ ...minimal, KAFKA_EXACTLY_ONCE: 'off' }).kafka.exactlyOnce).toBe(false);
+    expect(c.fingerprintKeyFile).toBeNull();
     expect(c.kafka.brokers).toEqual(['127.0.0.1:9092']);
     expect(c.eventSource).toBe('urn:reviews-bridge:default');
     expect(c.initialLoadMode).toBe('mark');

@@ -1,0 +1,94 @@
+import { z } from 'zod';
+import { EMPTY_CHECKPOINT, type Checkpoint } from './checkpoint.js';
+import { decodeEntry, encodeEntry, type SnapshotEntry } from './snapshot-entry.js';
+
+// The changelog: what the bridge needs to continue, written to an internal compacted Kafka topic in the same
+// transaction as the events it belongs to (as Kafka Streams keeps a state store's changelog). Redis is a cache of
+// it: a Redis that lost keys, or fell behind Kafka, is restored from it instead of deriving events anew.
+//
+// Records (the account's key prefix goes in front when accounts share the topic):
+//   e:<review id>   the review's snapshot entry (keyed fingerprints only), or a deletion marker keeping its sequence
+//   checkpoint      the account's whole checkpoint after the transaction, with the transaction's number
+// Every record carries the transaction number in a header, so a restore that starts mid-log knows what is newer.
+
+/** Header naming the changelog transaction (1, 2, 3 ... per account) a record was written in. */
+export const CHANGELOG_TXN_HEADER = 'bridge-txn';
+
+/** Key of the account's checkpoint record. */
+export const CHECKPOINT_RECORD_KEY = 'checkpoint';
+
+/** Key of a review's entry record. */
+export function entryRecordKey(id: number): string {
+  return `e:${id}`;
+}
+
+/** The checkpoint as the changelog holds it: the Redis checkpoint plus where the account's transactions stand. */
+export interface ChangelogCheckpoint extends Checkpoint {
+  /** Number of the transaction that wrote this checkpoint (0: none yet). */
+  txn: number;
+  /** The lease epoch that wrote it: a restored Redis never issues an epoch at or below it again. */
+  epoch: number;
+}
+
+/** The checkpoint of an account with no changelog yet. */
+export const EMPTY_CHANGELOG_CHECKPOINT: ChangelogCheckpoint = { ...EMPTY_CHECKPOINT, txn: 0, epoch: 0 };
+
+const nullableInt = z.number().int().nullable();
+const ChangelogCheckpointSchema = z.object({
+  v: z.literal(1),
+  txn: z.number().int().nonnegative(),
+  epoch: z.number().int().nonnegative(),
+  watermark: nullableInt,
+  initialDone: z.boolean(),
+  sweep: z
+    .object({
+      kind: z.enum(['initial', 'sweep']),
+      cursor: z.string().nullable(),
+      startedAt: z.number().int(),
+      seen: z.number().int().nonnegative(),
+    })
+    .nullable(),
+  lastSweepAt: nullableInt,
+  lastIncrementalAt: nullableInt,
+});
+
+/** One decoded changelog record. */
+export type ChangelogRecord =
+  | { kind: 'entry'; id: number; entry: SnapshotEntry; deleted: boolean }
+  | { kind: 'checkpoint'; checkpoint: ChangelogCheckpoint };
+
+const LIVE = 1;
+const DELETED = 2;
+
+/** The record of a review's entry; `deleted` marks a review found gone (its sequence is kept for a comeback). */
+export function entryRecord(id: number, entry: SnapshotEntry, deleted = false): { key: string; value: Buffer } {
+  if (entry.keyId === null) throw new Error('only keyed entries may be written to the changelog');
+  return {
+    key: entryRecordKey(id),
+    value: Buffer.concat([Buffer.from([deleted ? DELETED : LIVE]), encodeEntry(entry)]),
+  };
+}
+
+/** The record of an account's checkpoint. */
+export function checkpointRecord(ckpt: ChangelogCheckpoint): { key: string; value: string } {
+  const { txn, epoch, watermark, initialDone, sweep, lastSweepAt, lastIncrementalAt } = ckpt;
+  const body = { v: 1, txn, epoch, watermark, initialDone, sweep, lastSweepAt, lastIncrementalAt };
+  return { key: CHECKPOINT_RECORD_KEY, value: JSON.stringify(body) };
+}
+
+/**
+ * Decodes a record by its key (without the account prefix). Null for a key the bridge does not write there (a
+ * tombstone or a foreign record); throws for a record of ours that cannot be read (a restore must not guess).
+ */
+export function decodeChangelogRecord(key: string, value: Buffer | null): ChangelogRecord | null {
+  if (value === null) return null;
+  if (key === CHECKPOINT_RECORD_KEY) {
+    const { v: _v, ...checkpoint } = ChangelogCheckpointSchema.parse(JSON.parse(value.toString('utf8')));
+    return { kind: 'checkpoint', checkpoint };
+  }
+  const match = /^e:(\d{1,15})$/.exec(key);
+  if (!match) return null;
+  const flag = value[0];
+  if (flag !== LIVE && flag !== DELETED) throw new Error(`unknown changelog entry flag ${flag}`);
+  return { kind: 'entry', id: Number(match[1]), entry: decodeEntry(value.subarray(1)), deleted: flag === DELETED };
+}

@@ -1,0 +1,48 @@
+import type { FullScanType } from './domain.js';
+
+// Where an account's passes stand. Redis holds it for the running leader; every commit also writes it whole to the
+// Kafka changelog (src/core/changelog.ts), which is what a Redis that lost it is restored from.
+
+/** Where the passes stand; every field is written only by a fenced commit. */
+export interface Checkpoint {
+  /** Largest updated_date (ms) covered by a complete incremental poll or load; null before the initial load. */
+  watermark: number | null;
+  /** True once the initial load of an empty snapshot has completed. */
+  initialDone: boolean;
+  /** A sweep (or the initial load) in progress: its kind, resume cursor and progress. */
+  sweep: { kind: FullScanType; cursor: string | null; startedAt: number; seen: number } | null;
+  /** When the last sweep (or initial load) completed (ms). */
+  lastSweepAt: number | null;
+  /** When the last incremental poll completed (ms). */
+  lastIncrementalAt: number | null;
+}
+
+/** Changes to the checkpoint made with a page commit; undefined leaves a field as it is. */
+export interface CheckpointUpdate {
+  watermark?: number;
+  initialDone?: boolean;
+  sweep?: Checkpoint['sweep'];
+  lastSweepAt?: number;
+  lastIncrementalAt?: number;
+}
+
+/** Applies a commit's update to a checkpoint as the commit script does (the watermark only grows). */
+export function applyCheckpointUpdate<C extends Checkpoint>(ckpt: C, u: CheckpointUpdate): C {
+  const next = { ...ckpt };
+  if (u.watermark !== undefined && (next.watermark === null || u.watermark > next.watermark))
+    next.watermark = u.watermark;
+  if (u.initialDone !== undefined) next.initialDone = u.initialDone;
+  if (u.sweep !== undefined) next.sweep = u.sweep;
+  if (u.lastSweepAt !== undefined) next.lastSweepAt = u.lastSweepAt;
+  if (u.lastIncrementalAt !== undefined) next.lastIncrementalAt = u.lastIncrementalAt;
+  return next;
+}
+
+/** The checkpoint of an account that has never run. */
+export const EMPTY_CHECKPOINT: Checkpoint = {
+  watermark: null,
+  initialDone: false,
+  sweep: null,
+  lastSweepAt: null,
+  lastIncrementalAt: null,
+};
