@@ -88,8 +88,10 @@ export interface CommitUnit {
   states?: readonly ReviewState[];
   entries?: ReadonlyArray<[number, SnapshotEntry]>;
   update?: CheckpointUpdate;
-  /** Commit even when nothing else is written (a checkpoint field, Redis only). */
+  /** Commit even when nothing else is written (checkpoint fields). */
   force?: boolean;
+  /** Checkpoint fields that must survive a Redis loss too (a pass's start and end): written to Kafka as well. */
+  durable?: boolean;
 }
 
 /** Totals of one run. */
@@ -155,9 +157,9 @@ export class PagePipeline {
 
   /**
    * Commits one unit: to Kafka first (events, state rows, dead letters, and the changelog's entries and whole
-   * checkpoint under the next transaction number), then to Redis. A unit with nothing for Kafka but checkpoint
-   * fields goes to Redis only: such fields (a poll's watermark, a sweep's cursor) only save re-reading pages, and
-   * a restore that misses them re-reads a few pages, which publishes nothing twice.
+   * checkpoint under the next transaction number), then to Redis. A unit of checkpoint fields only goes to Redis
+   * only unless `durable`: the cursor of a sweep's unchanged pages only saves re-reading pages, and a restore that
+   * misses it re-reads a few, which publishes nothing twice.
    */
   async commitUnit(epoch: number, unit: CommitUnit, page?: Page): Promise<void> {
     const { deps } = this;
@@ -169,7 +171,8 @@ export class PagePipeline {
     const states = unit.states ?? [];
     const position = (this.position ??= await this.loadPosition(epoch));
     const next = applyCheckpointUpdate(position, update);
-    if (events.length === 0 && deadLetters.length === 0 && states.length === 0 && entries.length === 0) {
+    const empty = events.length === 0 && deadLetters.length === 0 && states.length === 0 && entries.length === 0;
+    if (empty && !unit.durable) {
       if (!unit.force && Object.keys(update).length === 0) return;
       await this.write(epoch, [], update);
       this.position = next;
@@ -366,7 +369,7 @@ export class PipelineRun {
   /** Commits checkpoint fields after this run's pages are committed (a poll's watermark, a sweep's end). */
   async commit(update: CheckpointUpdate): Promise<void> {
     await this.settle();
-    await this.pipeline.commitUnit(this.epoch, { update, force: true });
+    await this.pipeline.commitUnit(this.epoch, { update, force: true, durable: true });
   }
 
   /** Waits until this run's page in flight is committed; throws its failure. */

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { Passes } from '../../../src/bridge/passes/index.js';
+import { FingerprintKey, type FingerprintKeySource } from '../../../src/core/fingerprint-key.js';
+import { FakeSink, FakeSnapshot, FakeSource, gate, page, review, silentLogger, testMetrics } from '../../helpers/fakes.js';
+
+// Redis as a cache of the Kafka changelog, on in-memory stand-ins: a flushed snapshot is restored before the next
+// pass (no second review.created, sequences go on), and a commit Kafka has but Redis missed is applied, not
+// derived and published again.
+
+const key = new FingerprintKey(Buffer.alloc(32, 5));
+const keySource: FingerprintKeySource = { get: async () => key, persist: async () => undefined };
+
+function setup(source: FakeSource) {
+  const log: string[] = [];
+  const snapshot = new FakeSnapshot(log);
+  const sink = new FakeSink(log);
+  const metrics = testMetrics();
+  const passes = new Passes(
+    {
+      snapshot,
+      sink,
+      metrics,
+      logger: silentLogger,
+      eventSource: 'urn:test',
+      initialLoadMode: 'mark',
+      fingerprintKey: () => keySource.get(),
+    },
+    source,
+    { overlapMs: 1000, metrics, deleteMaxFraction: null, account: 'test', keySource },
+  );
+  return { passes, snapshot, sink, log, metrics };
+}
+
+const signal = new AbortController().signal;
+
+describe('restore from the changelog', () => {
+  it('a flushed Redis is restored whole: entries, checkpoint, sequences; no second review.created', async () => {
+    const reviews = [1, 2, 3, 4, 5].map((id) => review(id));
+    const source = new FakeSource([page(reviews.slice(0, 3), null, 'a'), page(reviews.slice(3), 'a')]);
+    const { passes, snapshot, sink } = setup(source);
+    expect(await passes.prepare(10, signal)).toBe(true);
+    await passes.fullScan(10, signal);
+    const before = new Map(snapshot.entries);
+    const ckpt = await snapshot.checkpoint();
+    expect(before.size).toBe(5);
+
+    snapshot.clear();
+    expect(await passes.prepare(11, signal)).toBe(true);
+    expect(snapshot.entries).toEqual(before);
+    expect((await snapshot.checkpoint()).initialDone).toBe(ckpt.initialDone);
+    expect(sink.transactionsBegun).toBe(2);
+
+    // The next sweep sees review 3 approved: one status change with sequence 2, and no created events again.
+    const created = sink.events.length;
+    source.pagesToServe = [
+      page([review(1), review(2), review(3, { client_publication_status: 'APPROVED', updated_date: 1_800_000_000_000 })], null, 'a'),
+      page([review(4), review(5)], 'a'),
+    ];
+    await passes.fullScan(11, signal);
+    const fresh = sink.events.slice(created);
+    expect(fresh.map((e) => [e.type, e.subject, e.sequence])).toEqual([['review.status_changed', '3', 2]]);
+  });
+
+  it('a commit that reached Kafka but not Redis is applied from the changelog, never published again', async () => {
+    const source = new FakeSource([page([review(1), review(2)])]);
+    const { passes, snapshot, sink } = setup(source);
+    await passes.prepare(10, signal);
+    // The Redis commit of the only page fails (Redis away) after Kafka committed it.
+    const run = await passes.openFullScan(10, signal);
+    const g = gate();
+    snapshot.commitGate = g;
+    g.fail(new Error('redis away'));
+    await run.step();
+    await expect(run.step()).rejects.toThrow('redis away');
+    await run.close();
+    expect(sink.events.map((e) => e.subject)).toEqual(['1', '2']);
+    expect(snapshot.entries.size).toBe(0);
+
+    // A new leadership reads the changelog's tail and applies the page; the load then completes without events.
+    expect(await passes.prepare(11, signal)).toBe(true);
+    expect([...snapshot.entries.keys()].sort()).toEqual([1, 2]);
+    await passes.fullScan(11, signal);
+    expect(sink.events.map((e) => e.subject)).toEqual(['1', '2']);
+  });
+
+  it('asks for a new lease when the restored history holds an epoch at or above the current one', async () => {
+    const { passes, snapshot } = setup(new FakeSource([page([review(1)])]));
+    await passes.prepare(50, signal);
+    await passes.fullScan(50, signal);
+    snapshot.clear();
+    expect(await passes.prepare(40, signal)).toBe(false);
+    expect(snapshot.entries.size).toBe(1);
+  });
+
+  it('keeps a Redis that the changelog knows nothing of (an account written before changelogs)', async () => {
+    const { passes, snapshot, log } = setup(new FakeSource([]));
+    snapshot.entries.set(1, { client: 'PENDING', pwr: 'PENDING', updatedDate: 1, sequence: 4, observedAt: 1, digest: '00', fieldHashes: [], keyId: null });
+    snapshot.hasCheckpoint = true;
+    expect(await passes.prepare(10, signal)).toBe(true);
+    expect(log).not.toContain('clear');
+    expect(snapshot.entries.get(1)?.sequence).toBe(4);
+  });
+});
