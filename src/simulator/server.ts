@@ -160,6 +160,8 @@ async function listReviews(state: SimulatorState, req: IncomingMessage, url: URL
   if (!parsed.ok) return api.json(400, { error: parsed.error });
 
   const page = store.list(parsed.query);
+  // A page of a full listing (no updated_date): what a client that re-lists the whole account would ask for.
+  if (parsed.query.minUpdated === null) state.stats.fullListingPage();
   const records = applyRecordFaults(page.records, state.faults.current(), options.seed);
   const envelope = buildEnvelope(records, page.nextId, options.cursorPath, options.lastPageCursor);
   await sendPage(state, req, api, Buffer.from(JSON.stringify(envelope)));

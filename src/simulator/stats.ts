@@ -18,6 +18,11 @@ export class RequestStats {
     this.value.throttled += 1;
   }
 
+  /** One page of a full listing (a request without updated_date) about to be answered. */
+  fullListingPage(): void {
+    this.value.fullListingPages += 1;
+  }
+
   /** One access token issued. */
   tokenIssued(): void {
     this.value.tokensIssued += 1;
@@ -35,5 +40,5 @@ export class RequestStats {
 }
 
 function emptyStats(): SimulatorStats {
-  return { requests: 0, byStatus: {}, throttled: 0, tokensIssued: 0 };
+  return { requests: 0, byStatus: {}, throttled: 0, tokensIssued: 0, fullListingPages: 0 };
 }

@@ -105,6 +105,8 @@ export interface SimulatorStats {
   throttled: number;
   /** Access tokens issued. */
   tokensIssued: number;
+  /** Listing requests without updated_date (pages of full listings: initial loads, sweeps). */
+  fullListingPages: number;
 }
 
 /** Drives the simulated upstream from a test or the demo. */

@@ -53,7 +53,13 @@ describe('HTTP control interface and SimulatorHttpControl', () => {
     expect(stats).toMatchObject({ requests: 6, throttled: 1, tokensIssued: 3 });
     expect(stats.byStatus).toEqual({ '200': 3, '504': 1, '401': 1, '429': 1 });
     await control.resetStats();
-    expect(await control.stats()).toEqual({ requests: 0, byStatus: {}, throttled: 0, tokensIssued: 0 });
+    expect(await control.stats()).toEqual({
+      requests: 0,
+      byStatus: {},
+      throttled: 0,
+      tokensIssued: 0,
+      fullListingPages: 0,
+    });
   });
 
   it('answers 404 for unknown reviews and routes, 400 for bad input, without counting control calls', async () => {

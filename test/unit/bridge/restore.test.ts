@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { Passes } from '../../../src/bridge/passes/index.js';
 import { FingerprintKey, type FingerprintKeySource } from '../../../src/core/fingerprint-key.js';
-import { FakeSink, FakeSnapshot, FakeSource, gate, page, review, silentLogger, testMetrics } from '../../helpers/fakes.js';
+import {
+  FakeSink,
+  FakeSnapshot,
+  FakeSource,
+  gate,
+  page,
+  review,
+  silentLogger,
+  testMetrics,
+} from '../../helpers/fakes.js';
 
 // Redis as a cache of the Kafka changelog, on in-memory stand-ins: a flushed snapshot is restored before the next
 // pass (no second review.created, sequences go on), and a commit Kafka has but Redis missed is applied, not
@@ -53,7 +62,11 @@ describe('restore from the changelog', () => {
     // The next sweep sees review 3 approved: one status change with sequence 2, and no created events again.
     const created = sink.events.length;
     source.pagesToServe = [
-      page([review(1), review(2), review(3, { client_publication_status: 'APPROVED', updated_date: 1_800_000_000_000 })], null, 'a'),
+      page(
+        [review(1), review(2), review(3, { client_publication_status: 'APPROVED', updated_date: 1_800_000_000_000 })],
+        null,
+        'a',
+      ),
       page([review(4), review(5)], 'a'),
     ];
     await passes.fullScan(11, signal);
@@ -94,7 +107,16 @@ describe('restore from the changelog', () => {
 
   it('keeps a Redis that the changelog knows nothing of (an account written before changelogs)', async () => {
     const { passes, snapshot, log } = setup(new FakeSource([]));
-    snapshot.entries.set(1, { client: 'PENDING', pwr: 'PENDING', updatedDate: 1, sequence: 4, observedAt: 1, digest: '00', fieldHashes: [], keyId: null });
+    snapshot.entries.set(1, {
+      client: 'PENDING',
+      pwr: 'PENDING',
+      updatedDate: 1,
+      sequence: 4,
+      observedAt: 1,
+      digest: '00',
+      fieldHashes: [],
+      keyId: null,
+    });
     snapshot.hasCheckpoint = true;
     expect(await passes.prepare(10, signal)).toBe(true);
     expect(log).not.toContain('clear');

@@ -79,11 +79,19 @@ describe('the diff across keys', () => {
 describe('changelog records', () => {
   it('round-trip entries, deletion markers and checkpoints', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 2 ** 40 }), fc.boolean(), fc.integer({ min: 0, max: 2 ** 31 }), (id, deleted, seq) => {
-        const entry = { ...diffReview({ ...base, previous: null, review: review(id % 1000), key }).next!, sequence: seq };
-        const rec = entryRecord(id, entry, deleted);
-        expect(decodeChangelogRecord(rec.key, rec.value)).toEqual({ kind: 'entry', id, entry, deleted });
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 40 }),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 2 ** 31 }),
+        (id, deleted, seq) => {
+          const entry = {
+            ...diffReview({ ...base, previous: null, review: review(id % 1000), key }).next!,
+            sequence: seq,
+          };
+          const rec = entryRecord(id, entry, deleted);
+          expect(decodeChangelogRecord(rec.key, rec.value)).toEqual({ kind: 'entry', id, entry, deleted });
+        },
+      ),
     );
     const ckpt = {
       ...EMPTY_CHECKPOINT,
