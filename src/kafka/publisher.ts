@@ -350,6 +350,10 @@ export class KafkaPublisher implements EventSink {
     });
     this.tx = { producer, fenced: false };
     await producer.connect();
+    // kafkajs sends the transactional InitProducerId only with the first transaction: open one and abort it now,
+    // so that the former leader is fenced (and its open transaction aborted) before this leader's first page.
+    const transaction = await producer.transaction();
+    await transaction.abort();
   }
 
   /**

@@ -24,7 +24,7 @@ export function uniqueTopics(prefix: string): BridgeConfig['kafka']['topics'] {
  */
 export async function connectedPublisher(
   topics: BridgeConfig['kafka']['topics'],
-  { createTopics = true, exactlyOnce = false } = {},
+  { createTopics = true, exactlyOnce = false, transactionalId = uniqueName('it-tx') } = {},
 ): Promise<KafkaPublisher> {
   const publisher = new KafkaPublisher(
     {
@@ -37,7 +37,7 @@ export async function connectedPublisher(
       partitions: 2,
       replicationFactor: 1,
       exactlyOnce,
-      transactionalId: uniqueName('it-tx'),
+      transactionalId,
       transactionTimeoutMs: 60_000,
     },
     'it',
