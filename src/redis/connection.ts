@@ -15,6 +15,8 @@ export interface BridgeScripts {
   bridgeCommit(...args: (string | Buffer | number)[]): Promise<number>;
   bridgeRemove(...args: (string | Buffer | number)[]): Promise<number>;
   bridgeEpochFloor(epochKey: string, floor: string): Promise<number>;
+  bridgeResyncTake(pending: string, active: string): Promise<string | null>;
+  bridgeResyncDone(active: string, request: string): Promise<number>;
   bridgeLeaseAcquire(lease: string, epoch: string, holder: string, ttlMs: number): Promise<number>;
   bridgeLeaseRelease(lease: string, holder: string): Promise<number>;
   bridgeReplicaBeat(registry: string, replica: string, ttlMs: number, mode: 'beat' | 'leave'): Promise<string[]>;
@@ -111,6 +113,8 @@ export function connectRedis(
   client.defineCommand('bridgeCommit', { lua: lua('commit') });
   client.defineCommand('bridgeRemove', { lua: lua('remove') });
   client.defineCommand('bridgeEpochFloor', { numberOfKeys: 1, lua: lua('epoch-floor') });
+  client.defineCommand('bridgeResyncTake', { numberOfKeys: 2, lua: lua('resync-take') });
+  client.defineCommand('bridgeResyncDone', { numberOfKeys: 1, lua: lua('resync-done') });
   client.defineCommand('bridgeLeaseAcquire', { numberOfKeys: 2, lua: lua('lease-acquire') });
   client.defineCommand('bridgeLeaseRelease', { numberOfKeys: 1, lua: lua('lease-release') });
   client.defineCommand('bridgeReplicaBeat', { numberOfKeys: 1, lua: lua('replica-beat') });
@@ -166,6 +170,8 @@ export function accountKeys(prefix: string, account: string) {
     paused: `${base}:paused`,
     /** A pending resync request (JSON of its scope), taken by the leader like the sweep request. */
     resyncRequest: `${base}:resync-request`,
+    /** The resync the leader runs (moved from resyncRequest), kept until it completes: a new leader resumes it. */
+    resyncActive: `${base}:resync-active`,
     /** Progress of the running sweep or resync (JSON), written by the leader for `status`. */
     progress: `${base}:progress`,
     deadLettered: (digest: string) => `${base}:dlq:${digest}`,

@@ -371,20 +371,37 @@ export class SnapshotStore {
     await this.redis.set(this.keys.resyncRequest, JSON.stringify(request));
   }
 
-  /** Takes the pending resync request, if any; an unreadable one is dropped and reported as 'invalid'. */
+  /**
+   * Takes the resync to run: one a former leader left unfinished first, else the pending request (moved to the
+   * active key until finishResync). An unreadable one is dropped and reported as 'invalid'.
+   */
   async takeResyncRequest(): Promise<ResyncRequest | 'invalid' | null> {
-    const raw = await this.redis.getdel(this.keys.resyncRequest);
+    const raw = await this.redis.bridgeResyncTake(this.keys.resyncRequest, this.keys.resyncActive);
     if (raw === null) return null;
-    try {
-      return ResyncRequestSchema.parse(JSON.parse(raw));
-    } catch {
-      return 'invalid';
+    const parsed = ResyncRequestSchema.safeParse(safeJson(raw));
+    if (parsed.success) return parsed.data;
+    await this.redis.bridgeResyncDone(this.keys.resyncActive, raw);
+    return 'invalid';
+  }
+
+  /** Clears a resync once it has completed (a later request is left alone). */
+  async finishResync(request: ResyncRequest): Promise<void> {
+    const active = await this.redis.get(this.keys.resyncActive);
+    const parsed = active === null ? null : ResyncRequestSchema.safeParse(safeJson(active));
+    if (active !== null && parsed?.success && parsed.data.id === request.id) {
+      await this.redis.bridgeResyncDone(this.keys.resyncActive, active);
     }
+  }
+
+  /** Puts a resync this replica took but did not complete back (a clean hand-over); the active copy stays. */
+  async requeueResync(request: ResyncRequest): Promise<void> {
+    // The active key already holds it for the next leader: writing it as pending too would run it twice.
+    void request;
   }
 
   /** The pending resync request without taking it (for `status`). */
   async pendingResync(): Promise<ResyncRequest | null> {
-    const raw = await this.redis.get(this.keys.resyncRequest);
+    const raw = (await this.redis.get(this.keys.resyncRequest)) ?? (await this.redis.get(this.keys.resyncActive));
     const parsed = raw === null ? null : ResyncRequestSchema.safeParse(safeJson(raw));
     return parsed?.success ? parsed.data : null;
   }

@@ -1,3 +1,4 @@
+import type { ResyncRequest } from '../../src/core/resync-request.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { accountKeys, connectRedis } from '../../src/redis/connection.js';
 import { startSimulator } from '../../src/simulator/index.js';
@@ -48,6 +49,9 @@ describe('operator commands', () => {
     });
     const taken = await store.takeResyncRequest();
     expect(taken).toMatchObject({ id: requested.id, scope: { kind: 'ids', ids: [3, 5] } });
+    // Taken, it stays active until its resync completes (a leader killed meanwhile hands it to the next one).
+    expect(await store.takeResyncRequest()).toEqual(taken);
+    await store.finishResync(taken as ResyncRequest);
     expect(await store.takeResyncRequest()).toBeNull();
 
     const bad = await runCliFull(['resync', '--ids', '1,x'], env);

@@ -174,13 +174,24 @@ export class FakeSnapshot implements PassesSnapshot {
   readonly progress: PassProgress[] = [];
 
   async takeResyncRequest(): Promise<ResyncRequest | null> {
+    if (this.activeResync) return this.activeResync;
     const r = this.resyncRequest;
     this.resyncRequest = null;
+    this.activeResync = r;
     return r;
   }
 
   async requestResync(request: ResyncRequest): Promise<void> {
     this.resyncRequest = request;
+  }
+
+  /** The resync taken and not yet finished (as the active key in Redis). */
+  activeResync: ResyncRequest | null = null;
+
+  async requeueResync(): Promise<void> {}
+
+  async finishResync(request: ResyncRequest): Promise<void> {
+    if (this.activeResync?.id === request.id) this.activeResync = null;
   }
 
   async setPassProgress(progress: PassProgress): Promise<void> {

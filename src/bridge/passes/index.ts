@@ -53,7 +53,7 @@ export interface PassesSnapshot
   takeSweepRequest(): Promise<boolean>;
   takeRestoreRequest(): Promise<boolean>;
   takeResyncRequest(): Promise<ResyncRequest | 'invalid' | null>;
-  requestResync(request: ResyncRequest): Promise<void>;
+  requeueResync(request: ResyncRequest): Promise<void>;
   pausedSince(): Promise<number | null>;
 }
 
@@ -162,7 +162,7 @@ export class Passes implements PassRunner {
   }
 
   requeueResync(request: ResyncRequest): Promise<void> {
-    return this.snapshot.requestResync(request);
+    return this.snapshot.requeueResync(request);
   }
 
   openResync(epoch: number, signal: AbortSignal, request: ResyncRequest): Promise<FullScanRun> {

@@ -15,6 +15,8 @@ export interface ResyncProgressSink {
   setPassProgress(progress: PassProgress): Promise<void>;
   /** The number of reviews in the snapshot: the estimate of an `--all` resync's total. */
   size(): Promise<number>;
+  /** Clears the request once its resync has completed (until then a new leader resumes it). */
+  finishResync(request: ResyncRequest): Promise<void>;
 }
 
 // Progress is written at most this often: one SET per second costs nothing, one per page would.
@@ -78,6 +80,7 @@ export async function openResync(
         await run.commit({});
         progress.finishedAt = ctx.clock();
         await report(true);
+        await progressSink.finishResync(request);
         return false;
       }
       const page = wanted ? only(next.value, wanted) : next.value;
