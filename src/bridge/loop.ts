@@ -6,6 +6,7 @@ import { LeaseKeeper, type LeasePort } from './lease-keeper.js';
 import type { FullScanRun, PassRunner } from './passes/index.js';
 import { ReplicationError } from '../redis/connection.js';
 import { FencedError } from '../redis/snapshot-store.js';
+import { SnapshotLostError } from '../core/errors.js';
 import type { ResyncRequest } from '../core/resync-request.js';
 import { errorKind } from '../ops/logger.js';
 
@@ -175,6 +176,14 @@ export class BridgeLoop {
         if (this.keeper.epoch() === 0 && this.workController.signal.aborted) {
           // The lease went (handed over to balance the replicas, or taken): the pass was abandoned on purpose.
           this.deps.logger.info({ epoch }, 'pass abandoned: the lease is no longer held here');
+          continue;
+        }
+        if (err instanceof SnapshotLostError) {
+          // Redis lost the account's keys: take the account anew (a new lease) and restore before any pass.
+          this.preparedEpoch = 0;
+          this.deps.logger.warn({ epoch }, 'the account keys vanished from Redis; restoring from the Kafka changelog');
+          await this.keeper.renewNow().catch(() => undefined);
+          await this.pause(100);
           continue;
         }
         this.fail(err, 'pass');

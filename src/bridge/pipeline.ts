@@ -39,7 +39,8 @@ export interface SnapshotPort {
     update: CheckpointUpdate,
     mark?: ChangelogMark,
   ): Promise<void>;
-  checkpoint(): Promise<Checkpoint>;
+  /** With `live` (a leader's read): fails with SnapshotLostError when the account's keys are gone. */
+  checkpoint(live?: boolean): Promise<Checkpoint>;
   /** The number of the last changelog transaction Redis reflects (0: none). */
   changelogTxn(): Promise<number>;
   /** How many reviews the snapshot holds (progress estimates). */
@@ -234,7 +235,10 @@ export class PagePipeline {
   }
 
   private async loadPosition(epoch: number): Promise<ChangelogCheckpoint> {
-    const [checkpoint, txn] = await Promise.all([this.deps.snapshot.checkpoint(), this.deps.snapshot.changelogTxn()]);
+    const [checkpoint, txn] = await Promise.all([
+      this.deps.snapshot.checkpoint(true),
+      this.deps.snapshot.changelogTxn(),
+    ]);
     return { ...checkpoint, txn, epoch };
   }
 

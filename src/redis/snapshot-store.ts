@@ -216,8 +216,13 @@ export class SnapshotStore {
    * The current checkpoint, confirmed by the replicas: a pass resumes only from a state a failover cannot undo
    * (after a commit whose acknowledgement timed out, this read waits for it again or fails).
    */
-  async checkpoint(): Promise<Checkpoint> {
-    const [h] = (await durably(this.redis, (p) => p.hgetall(this.keys.checkpoint))) as [Record<string, string>];
+  async checkpoint(live = false): Promise<Checkpoint> {
+    const [h, epoch] = (await durably(this.redis, (p) => {
+      p.hgetall(this.keys.checkpoint);
+      if (live) p.exists(this.keys.epoch);
+    })) as [Record<string, string>, number?];
+    // A leader's read: an emptied Redis must not read as an account that never ran (a second initial load).
+    if (live && epoch === 0) throw new SnapshotLostError('LOST: the account keys are gone');
     const sweepKind = h.sweep_kind === 'initial' || h.sweep_kind === 'sweep' ? h.sweep_kind : null;
     return {
       watermark: num(h.watermark),

@@ -37,7 +37,7 @@ export async function openFullScan(
   deletion: DeletionDeps | null = null,
 ): Promise<FullScanRun> {
   await pipeline.settle();
-  const ckpt = await pipeline.deps.snapshot.checkpoint();
+  const ckpt = await pipeline.deps.snapshot.checkpoint(true);
   let state: NonNullable<Checkpoint['sweep']>;
   const run = pipeline.open(ckpt.sweep?.kind ?? (ckpt.initialDone ? 'sweep' : 'initial'), epoch);
   if (ckpt.sweep === null) {

@@ -19,7 +19,7 @@ export async function runIncrementalPoll(
   // A sweep page still in flight commits first (its failure stays the sweep's), so the checkpoint read is current.
   await pipeline.settle();
   const run = pipeline.open('incremental', epoch);
-  const ckpt = await pipeline.deps.snapshot.checkpoint();
+  const ckpt = await pipeline.deps.snapshot.checkpoint(true);
   if (!ckpt.initialDone || ckpt.watermark === null) throw new Error('incremental poll before the initial load');
   let maxSeen = ckpt.watermark;
   const since = Math.max(0, ckpt.watermark - ctx.overlapMs);

@@ -105,7 +105,7 @@ export class Passes implements PassRunner {
   }
 
   checkpoint(): Promise<Checkpoint> {
-    return this.snapshot.checkpoint();
+    return this.snapshot.checkpoint(true);
   }
 
   async prepare(epoch: number, signal: AbortSignal, force = false): Promise<boolean> {
