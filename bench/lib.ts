@@ -81,7 +81,7 @@ export function uniqueName(prefix: string): string {
 
 /** Writes bench/results/<name>.json and returns its path. */
 export function writeResult(name: string, data: Record<string, unknown>): string {
-  const dir = new URL('./results', import.meta.url);
+  const dir = new URL('./results/', import.meta.url);
   mkdirSync(dir, { recursive: true });
   const file = new URL(`${name}.json`, dir);
   writeFileSync(

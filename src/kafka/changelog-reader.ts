@@ -61,7 +61,9 @@ export async function readChangelog(
     groupId: `${groupPrefix}.restore.${randomUUID()}`,
     readUncommitted: false,
     maxWaitTimeInMs: 200,
-    maxBytesPerPartition: 8 * 1024 * 1024,
+    // Small fetches keep a restore's memory flat (~100 bytes a record, decoded and queued to Redis per batch).
+    maxBytesPerPartition: 1024 * 1024,
+    maxBytes: 2 * 1024 * 1024,
     retry: { retries: 8 },
   });
   let finish!: () => void;

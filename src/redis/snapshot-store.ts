@@ -149,15 +149,17 @@ export class SnapshotStore {
 
   /** Writes restored entries (deleted: null) in one pipelined round trip; not fenced (restoreFinish is). */
   async restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null]>): Promise<void> {
-    if (entries.length === 0) return;
-    const pipeline = this.redis.pipeline();
-    for (const [id, entry] of entries) {
-      const key = this.keys.bucket(Math.floor(id / 2 ** BUCKET_BITS));
-      if (entry) pipeline.hset(key, fieldOf(id), encodeEntry(entry));
-      else pipeline.hdel(key, fieldOf(id));
+    // Pipelines of a bounded size: a whole fetch at once would queue ~1 KiB of command objects per entry.
+    for (let i = 0; i < entries.length; i += 2_000) {
+      const pipeline = this.redis.pipeline();
+      for (const [id, entry] of entries.slice(i, i + 2_000)) {
+        const key = this.keys.bucket(Math.floor(id / 2 ** BUCKET_BITS));
+        if (entry) pipeline.hset(key, fieldOf(id), encodeEntry(entry));
+        else pipeline.hdel(key, fieldOf(id));
+      }
+      const results = (await pipeline.exec()) ?? [];
+      for (const [err] of results) if (err) throw err;
     }
-    const results = (await pipeline.exec()) ?? [];
-    for (const [err] of results) if (err) throw err;
   }
 
   /**
