@@ -67,7 +67,14 @@ export interface RestoreOutcome {
 /** Brings Redis up to the Kafka changelog for a leader under `epoch`. */
 export async function restoreFromChangelog(
   ports: RestorePorts,
-  deps: { logger: Logger; metrics: RestoreMetrics; clock: () => number; signal?: AbortSignal },
+  deps: {
+    logger: Logger;
+    metrics: RestoreMetrics;
+    clock: () => number;
+    signal?: AbortSignal;
+    /** Reports entries written so far (for `status`); called at most every second, and once at the end. */
+    progress?: (entries: number, startedAt: number, finished: boolean) => Promise<void>;
+  },
   epoch: number,
   force = false,
 ): Promise<RestoreOutcome> {
@@ -79,6 +86,7 @@ export async function restoreFromChangelog(
   let cleared = kind === 'tail';
   let latest: ChangelogCheckpoint | null = null;
   let entries = 0;
+  let reportedAt = t0;
   const onRecords = async (records: RestoreRecord[]): Promise<void> => {
     const batch: Array<readonly [number, SnapshotEntry | null]> = [];
     for (const record of records) {
@@ -98,6 +106,10 @@ export async function restoreFromChangelog(
     }
     entries += batch.length;
     await ports.restoreEntries(batch);
+    if (batch.length > 0 && deps.progress && deps.clock() - reportedAt >= 1_000) {
+      reportedAt = deps.clock();
+      await deps.progress(entries, t0, false);
+    }
   };
   const from = kind === 'full' ? {} : state.offsets;
   const ends = await ports.readChangelog(from, onRecords, deps.signal);
@@ -110,6 +122,7 @@ export async function restoreFromChangelog(
     return { kind, entries, txn: state.txn ?? 0, reacquire: false };
   }
   const ok = await ports.restoreFinish(epoch, restored, ends, cluster);
+  await deps.progress?.(entries, t0, true);
   const seconds = (deps.clock() - t0) / 1000;
   deps.metrics.restoreFinished(kind, entries, seconds);
   deps.logger.warn(

@@ -271,15 +271,18 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 async function status(config: BridgeConfig): Promise<void> {
   const { redis, store, keys } = redisFromConfig(config);
   try {
-    const [checkpoint, size, lease, sweepRequested, pausedSince, pass, resync] = await Promise.all([
-      store.checkpoint(),
-      store.size(),
-      leaseHolder(redis, keys),
-      redis.exists(keys.sweepRequest),
-      store.pausedSince(),
-      store.passProgress(),
-      store.pendingResync(),
-    ]);
+    const [checkpoint, size, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested] =
+      await Promise.all([
+        store.checkpoint(),
+        store.size(),
+        leaseHolder(redis, keys),
+        redis.exists(keys.sweepRequest),
+        store.pausedSince(),
+        store.passProgress(),
+        store.pendingResync(),
+        store.changelogState(),
+        store.restoreRequested(),
+      ]);
     const now = Date.now();
     // The leader's own progress record when it has one (it knows the resync totals); else the checkpoint's.
     const running =
@@ -312,6 +315,9 @@ async function status(config: BridgeConfig): Promise<void> {
           resyncRequested: resync && { ...resync, requestedAt: iso(resync.requestedAt) },
           paused: pausedSince !== null,
           pausedSince: iso(pausedSince),
+          // The Kafka changelog transaction Redis reflects (null: Redis holds no checkpoint; a restore is due).
+          changelogTxn: changelog.txn,
+          restoreRequested,
           lastSweepAt: iso(checkpoint.lastSweepAt),
           lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
           lease,

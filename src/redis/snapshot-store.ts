@@ -22,7 +22,7 @@ export type { Checkpoint, CheckpointUpdate } from '../core/checkpoint.js';
 
 /** Progress of the running (or last) sweep, initial load or resync, as the leader publishes it for `status`. */
 export const PassProgressSchema = z.object({
-  kind: z.enum(['initial', 'sweep', 'resync']),
+  kind: z.enum(['initial', 'sweep', 'resync', 'restore']),
   /** The resync request this pass serves (resync only), so `resync --wait` follows the right one. */
   requestId: z.string().nullable(),
   seen: z.number().int().nonnegative(),

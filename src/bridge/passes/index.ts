@@ -122,9 +122,15 @@ export class Passes implements PassRunner {
       clusterId: () => this.sink.clusterId(),
     };
     const { logger } = this.pipeline.deps;
+    const clock = this.pipeline.clock;
+    const progress = async (seen: number, startedAt: number, finished: boolean): Promise<void> => {
+      const finishedAt = finished ? clock() : null;
+      const record = { kind: 'restore' as const, requestId: null, seen, estimatedTotal: null, startedAt, finishedAt };
+      await this.snapshot.setPassProgress(record);
+    };
     const outcome = await restoreFromChangelog(
       ports,
-      { logger, metrics: this.metrics, clock: this.pipeline.clock, signal },
+      { logger, metrics: this.metrics, clock, signal, progress },
       epoch,
       force,
     );
