@@ -9,6 +9,8 @@ ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# patches/: fixes to dependencies that npm ci applies (postinstall: patch-package), e.g. kafkajs#1751.
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -28,6 +30,9 @@ ENV NODE_ENV=production \
     HTTP_PORT=9464
 WORKDIR /app
 COPY --from=prod-deps --chown=root:root /app/node_modules ./node_modules
+# The prod-deps stage installs without scripts (no dev tool runs there): the patched packages come from the build
+# stage, where npm ci applied patches/ (kafkajs: no negative timeouts on Node 24, kafkajs#1751).
+COPY --from=build --chown=root:root /app/node_modules/kafkajs ./node_modules/kafkajs
 COPY --from=build --chown=root:root /app/dist ./dist
 COPY --chown=root:root package.json ./
 # Files stay owned by root and read-only for the process: it runs as the unprivileged `node` user (uid 1000)

@@ -15,7 +15,8 @@
 #   logs    [PORT]     print the tail of the broker log
 # Everything of one broker lives in .run/kafka-<PORT>/ (server.properties, data/, logs/, kafka.pid).
 # Environment: KAFKA_READY_TIMEOUT (seconds, default 90); KAFKA_HEAP_OPTS, KAFKA_JVM_OPTS override JVM flags;
-# KAFKA_POM names another dependency manifest (to try another Kafka version).
+# KAFKA_VERSION picks the broker (default: the pinned 4.x of scripts/kafka/pom.xml; a 3.x version uses
+# scripts/kafka/pom-3.x.xml, e.g. KAFKA_VERSION=3.9.2 for the compatibility run); KAFKA_POM names another manifest.
 # Members of a multi-broker cluster (scripts/kafka-cluster.sh sets these): KAFKA_NODE_ID (default 1),
 # KAFKA_CONTROLLER_PORT, KAFKA_QUORUM_VOTERS (id@host:port,...), KAFKA_CLUSTER_ID (shared by all members),
 # KAFKA_CLUSTER_SIZE (replication defaults: internal topics min(3, size), min.insync.replicas 2 from 3 brokers),
@@ -23,9 +24,9 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# KAFKA_POM: another manifest, to try another broker version without touching the pinned one.
-POM="${KAFKA_POM:-$ROOT/scripts/kafka/pom.xml}"
-KAFKA_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")"
+# KAFKA_VERSION selects the broker: 3.x brokers log through log4j 1 and have their own manifest.
+if [[ -z "${KAFKA_POM:-}" && "${KAFKA_VERSION:-}" == 3.* ]]; then POM="$ROOT/scripts/kafka/pom-3.x.xml"; else POM="${KAFKA_POM:-$ROOT/scripts/kafka/pom.xml}"; fi
+KAFKA_VERSION="${KAFKA_VERSION:-$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")}"
 CACHE_DIR="$ROOT/.cache/kafka/$KAFKA_VERSION"
 LIBS="$CACHE_DIR/libs"
 M2_REPO="$ROOT/.cache/m2"
@@ -50,7 +51,7 @@ ensure_tool() {
 }
 
 # The pom's checksum marks a complete fetch, so an interrupted copy or a changed pom fetches again.
-pom_stamp() { sha256sum "$POM" | cut -d' ' -f1; }
+pom_stamp() { { cat "$POM"; echo "$KAFKA_VERSION"; } | sha256sum | cut -d' ' -f1; }
 
 fetch() {
   local stamp
@@ -64,7 +65,7 @@ fetch() {
   log "fetching Kafka $KAFKA_VERSION jars from Maven Central into $LIBS"
   rm -rf "$LIBS" "$CACHE_DIR/.complete"
   mkdir -p "$LIBS" "$M2_REPO"
-  if ! mvn -q -B -Dstyle.color=never -f "$POM" -Dmaven.repo.local="$M2_REPO" \
+  if ! mvn -q -B -Dstyle.color=never -f "$POM" -Dmaven.repo.local="$M2_REPO" -Dkafka.version="$KAFKA_VERSION" \
     dependency:copy-dependencies -DoutputDirectory="$LIBS" >"$CACHE_DIR/fetch.log" 2>&1; then
     cat "$CACHE_DIR/fetch.log" >&2
     die "maven could not fetch the Kafka jars (output above)"
@@ -152,6 +153,29 @@ log4j.logger.kafka.request.logger=WARN
 log4j.logger.org.apache.kafka.clients=WARN
 log4j.logger.state.change.logger=WARN
 EOF
+  # Kafka 4.x logs through log4j 2 (the JVM is given both files; each log4j reads its own).
+  cat >"$run/log4j2.properties" <<EOF
+status = warn
+appender.file.type = RollingFile
+appender.file.name = file
+appender.file.fileName = $run/logs/server.log
+appender.file.filePattern = $run/logs/server.log.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 20MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 2
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+logger.clients.name = org.apache.kafka.clients
+logger.clients.level = warn
+logger.state.name = state.change.logger
+logger.state.level = warn
+EOF
 }
 
 show_log_tail() {
@@ -199,6 +223,7 @@ start() {
     local cluster_id
     # Short-lived tool JVMs: C1 only and SerialGC start fastest.
     local tool=(java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dlog4j.configuration="file:$run/log4j.properties"
+      -Dlog4j2.configurationFile="$run/log4j2.properties"
       -Dkafka.logs.dir="$run/logs" -cp "$LIBS/*" kafka.tools.StorageTool)
     cluster_id="${KAFKA_CLUSTER_ID:-$("${tool[@]}" random-uuid 2>/dev/null | tail -1)}"
     [[ -n "$cluster_id" ]] || die "StorageTool random-uuid printed nothing"
@@ -220,6 +245,7 @@ start() {
   # shellcheck disable=SC2086,SC2016
   setsid bash -c 'echo $$ >"$1/kafka.pid"; shift; exec "$@"' _ "$run" \
     java $heap $jvm -Dkafka.logs.dir="$run/logs" -Dlog4j.configuration="file:$run/log4j.properties" \
+    -Dlog4j2.configurationFile="$run/log4j2.properties" \
     -cp "$LIBS/*" kafka.Kafka "$run/server.properties" </dev/null >"$run/kafka.out" 2>&1 &
   for _ in $(seq 50); do [[ -s "$run/kafka.pid" ]] && break; sleep 0.1; done
   pid="$(cat "$run/kafka.pid" 2>/dev/null || true)"

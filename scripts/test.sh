@@ -9,7 +9,8 @@
 #   4. always stops what it started, prints a one-line summary and exits non-zero when anything failed
 #      (the tests' own exit code when they failed).
 # Extra arguments go to vitest:  npm test -- --project unit     bash scripts/test.sh test/integration/kafka.test.ts
-# Environment: TEST_TIMEOUT_SECONDS (vitest wall clock limit, default 1200).
+# Environment: TEST_TIMEOUT_SECONDS (vitest wall clock limit, default 1200); TEST_KAFKA_COMPAT (the broker version of
+# the compatibility run that follows a whole run, default 3.9.2; off skips it).
 # TEST_TOPOLOGY=kafka3,sentinel|cluster (comma-separated) runs the bridges of the e2e suite against a three-broker
 # Kafka (scripts/kafka-cluster.sh) and/or Redis with Sentinel or a Redis Cluster (scripts/redis-topology.sh), each
 # started on free ports and stopped afterwards; integration tests keep the plain Redis of REDIS_URL.
@@ -138,8 +139,28 @@ tests=$?
 set -e
 [[ "$tests" == 124 ]] && echo "vitest did not finish within ${TEST_TIMEOUT_SECONDS:-1200} s" >&2
 
+# Compatibility run (a whole run only): the Kafka-facing subset against the previous broker line, on a broker of
+# its own. TEST_KAFKA_COMPAT=<version> picks it (default 3.9.2), TEST_KAFKA_COMPAT=off skips it.
+compat_version="${TEST_KAFKA_COMPAT:-3.9.2}"
+compat=skipped
+if [[ $# -eq 0 && "$compat_version" != off && -z "$TEST_TOPOLOGY" ]]; then
+  step "compatibility: Kafka $compat_version (the Kafka-facing subset)"
+  t=$SECONDS
+  compat_port="$(free_port)"
+  topology_stops+=("scripts/kafka.sh stop $compat_port --clean")
+  set +e
+  KAFKA_VERSION="$compat_version" bash scripts/kafka.sh start "$compat_port" &&
+    KAFKA_VERSION="$compat_version" KAFKA_BROKERS="127.0.0.1:$compat_port" timeout -k 30 600 npx vitest run \
+      test/integration/kafka test/e2e/bridge.test.ts test/e2e/faults/redis-loss.test.ts test/e2e/security.test.ts
+  compat=$?
+  set -e
+  echo "(compatibility run: $((SECONDS - t)) s)" >&2
+fi
+
 echo >&2
-echo "test.sh (Node $NODE_VERSION): typecheck $(result $typecheck), lint $(result $lint), tests $(result $tests) in $((SECONDS - t)) s; total $((SECONDS - T0)) s"
+compat_result() { if [[ "$compat" == skipped ]]; then echo skipped; else result "$compat"; fi; }
+echo "test.sh (Node $NODE_VERSION): typecheck $(result $typecheck), lint $(result $lint), tests $(result $tests), Kafka $compat_version compatibility $(compat_result); total $((SECONDS - T0)) s"
 if [[ "$tests" != 0 ]]; then exit "$tests"; fi
+if [[ "$compat" != skipped && "$compat" != 0 ]]; then exit "$compat"; fi
 if [[ "$typecheck" != 0 || "$lint" != 0 ]]; then exit 1; fi
 exit 0

@@ -11,8 +11,8 @@ import { freePort } from './processes.js';
 // TEST_SERVICES=docker|scripts forces 2 or 3. Each project runs this file; the first one that starts services
 // exports their addresses, so the second reuses them, and the first one's teardown stops them after all tests.
 
-// Docker path images. Kafka: same minor as scripts/kafka/pom.xml (3.9 still serves kafkajs' protocol versions).
-const KAFKA_IMAGE = 'apache/kafka:3.9.1';
+// Docker path images. Kafka: the same line as scripts/kafka/pom.xml (4.2; docs/compatibility.md).
+const KAFKA_IMAGE = 'apache/kafka:4.2.0';
 const REDIS_IMAGE = 'redis:7.4.2-alpine';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

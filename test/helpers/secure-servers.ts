@@ -141,10 +141,10 @@ export interface SecureKafka {
 /** The SASL users of the secure broker (the same password for PLAIN and both SCRAM mechanisms). */
 export const KAFKA_USERS = { bridge: 'bridge-password-7f3a', other: 'other-password-91c2' } as const;
 
-// The jars scripts/kafka.sh fetches (the version is the one of scripts/kafka/pom.xml).
-const KAFKA_VERSION = /<kafka\.version>(.*)<\/kafka\.version>/.exec(
-  readFileSync(`${ROOT}scripts/kafka/pom.xml`, 'utf8'),
-)?.[1];
+// The jars scripts/kafka.sh fetches (KAFKA_VERSION, else the version of scripts/kafka/pom.xml).
+const KAFKA_VERSION =
+  process.env.KAFKA_VERSION ??
+  /<kafka\.version>(.*)<\/kafka\.version>/.exec(readFileSync(`${ROOT}scripts/kafka/pom.xml`, 'utf8'))?.[1];
 const KAFKA_LIBS = `${ROOT}.cache/kafka/${KAFKA_VERSION}/libs`;
 
 /**
@@ -200,7 +200,17 @@ listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.se
     join(dir, 'log4j.properties'),
     `log4j.rootLogger=WARN, file\nlog4j.appender.file=org.apache.log4j.FileAppender\nlog4j.appender.file.File=${dir}/server.log\nlog4j.appender.file.layout=org.apache.log4j.PatternLayout\nlog4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n`,
   );
-  const jvm = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', `-Dlog4j.configuration=file:${dir}/log4j.properties`];
+  // Kafka 4.x logs through log4j 2, 3.x through log4j 1: each reads its own file.
+  writeFileSync(
+    join(dir, 'log4j2.properties'),
+    `status = warn\nappender.file.type = File\nappender.file.name = file\nappender.file.fileName = ${dir}/server.log\nappender.file.layout.type = PatternLayout\nappender.file.layout.pattern = [%d] %p %m (%c)%n\nrootLogger.level = warn\nrootLogger.appenderRef.file.ref = file\n`,
+  );
+  const jvm = [
+    '-XX:+UseSerialGC',
+    '-XX:TieredStopAtLevel=1',
+    `-Dlog4j.configuration=file:${dir}/log4j.properties`,
+    `-Dlog4j2.configurationFile=${dir}/log4j2.properties`,
+  ];
   const scram = Object.entries(KAFKA_USERS).flatMap(([u, p]) =>
     ['SCRAM-SHA-256', 'SCRAM-SHA-512'].flatMap((m) => ['--add-scram', `${m}=[name=${u},password=${p}]`]),
   );

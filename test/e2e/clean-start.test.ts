@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startSimulator } from '../../src/simulator/index.js';
+import { testEnv } from '../helpers/bridge.js';
+import { readAll } from '../helpers/kafka.js';
+import { runDir, spawnBridge, waitFor, type Child } from '../helpers/processes.js';
+
+// The bridge as users start it (its own Node 24 process), through the initial load, polls and a clean stop: no
+// warning from the runtime or a dependency may appear (kafkajs' TimeoutNegativeWarning, kafkajs#1751, is patched
+// by patches/kafkajs+2.2.4.patch), because warnings that always appear teach operators to ignore warnings.
+
+const children: Child[] = [];
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const c of children) if (c.alive) await c.kill();
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+});
+
+describe('a clean start on Node 24', () => {
+  it('prints no process warning while it loads, polls and stops', async () => {
+    const sim = await startSimulator({ reviewCount: 300, seed: 5, rateLimit: null });
+    cleanups.push(() => sim.close());
+    const env = testEnv(sim.url, { POLL_INTERVAL_MS: '500', LOG_LEVEL: 'info' });
+    const log = `${runDir(env.BRIDGE_ACCOUNT!)}/bridge.log`;
+    const child = spawnBridge(env, log);
+    children.push(child);
+    // Until the initial load is published, then a few idle polls (kafkajs' idle request queues).
+    await waitFor(
+      async () => {
+        const created = await readAll([env.KAFKA_TOPIC_CREATED!], { timeoutMs: 10_000 });
+        return created.length >= 300 ? true : undefined;
+      },
+      120_000,
+      'the initial load to be published',
+      500,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const exit = await child.stop(20_000);
+    expect(exit.code).toBe(0);
+    const output = readFileSync(log, 'utf8');
+    expect(output).toContain('leading');
+    expect(output.match(/.*Warning.*/g) ?? []).toEqual([]);
+  });
+});
