@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { LeasePort } from './lease-keeper.js';
+import type { LeasePort, ReplicaRegistry } from '../core/ports.js';
 
 // Balanced leadership: every replica may lead any account, but takes at most its share, ceil(accounts / live
 // replicas). Replicas learn who is live from a registry in Redis that each one beats into; a replica holding more
@@ -10,10 +10,7 @@ import type { LeasePort } from './lease-keeper.js';
 // either fenced or lands before the next leader reads the checkpoint.
 
 /** The registry of live replicas in Redis (the replica-beat script). */
-export interface ReplicaRegistry {
-  /** Records this replica as live (or removes it, `leave`) and resolves the live replica ids. */
-  beat(replica: string, ttlMs: number, leave?: boolean): Promise<string[]>;
-}
+export type { ReplicaRegistry };
 
 /** Options of {@link Allotment}. */
 export interface AllotmentOptions {

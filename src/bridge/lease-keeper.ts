@@ -1,19 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import type { LeasePort } from '../core/ports.js';
 
 // Keeps this replica's lease alive while it leads. Renewals are strictly sequential (the next is scheduled only
 // after the previous one answered), so a slow Redis can never have two renewals racing; and the lease stamps a
 // renewal with the time it was sent, because the lease's ttl started no earlier than that at Redis.
 
-/** The lease operations the keeper and the loop use (Lease in production, a fake in unit tests). */
-export interface LeasePort {
-  /** Acquires or renews; resolves the epoch led under, or 0 when another replica leads. */
-  renew(): Promise<number>;
-  /** The epoch held now (0 when not leading or when the last renewal is older than the ttl). */
-  current(): number;
-  /** Gives the lease up so that a standby takes over without waiting for the ttl. */
-  release(): Promise<void>;
-}
+/** The lease operations the keeper and the loop use (declared in src/core/ports.ts). */
+export type { LeasePort };
 
 /** Options of {@link LeaseKeeper}. */
 export interface LeaseKeeperOptions {

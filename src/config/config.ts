@@ -37,114 +37,250 @@ export const EnvSchema = z.object({
   BRIDGE_ACCOUNT: z
     .string()
     .regex(ACCOUNT_ID, 'letters, digits, _ . - only (it is part of Redis keys and metric labels)')
-    .default('default'),
+    .default('default')
+    .describe('Source account; namespaces Redis keys ({account} hash tag) and labels metrics'),
   // Several accounts in one process (src/config/accounts.ts); without it, the single account above.
-  BRIDGE_ACCOUNTS_FILE: optionalText,
-  UPSTREAM_BASE_URL: z.url({ protocol: /^https?$/ }),
-  UPSTREAM_CLIENT_ID: optionalText,
-  UPSTREAM_CLIENT_ID_FILE: optionalText,
-  UPSTREAM_CLIENT_SECRET: optionalText,
-  UPSTREAM_CLIENT_SECRET_FILE: optionalText,
+  BRIDGE_ACCOUNTS_FILE: optionalText.describe(
+    'YAML or JSON file of several accounts served by one deployment (Several accounts); excludes BRIDGE_ACCOUNT',
+  ),
+  UPSTREAM_BASE_URL: z.url({ protocol: /^https?$/ }).describe('Base URL of the reviews API'),
+  UPSTREAM_CLIENT_ID: optionalText.describe('Client id of the upstream credentials (or UPSTREAM_CLIENT_ID_FILE)'),
+  UPSTREAM_CLIENT_ID_FILE: optionalText.describe('File holding the client id, re-read at every token fetch'),
+  UPSTREAM_CLIENT_SECRET: optionalText.describe(
+    'Client secret of the upstream credentials (prefer UPSTREAM_CLIENT_SECRET_FILE)',
+  ),
+  UPSTREAM_CLIENT_SECRET_FILE: optionalText.describe(
+    'File holding the client secret, re-read at every token fetch (rotation without restart)',
+  ),
   // 9.6/s with a bucket of 1.3 keeps every 1-second window at 10 requests or fewer (bucket < 11 - rate).
-  UPSTREAM_RATE_LIMIT_RPS: z.coerce.number().positive().max(1000).default(9.6),
-  UPSTREAM_RATE_LIMIT_BURST: z.coerce.number().min(1).max(1000).default(1.3),
-  UPSTREAM_PAGE_SIZE: int(1, 100).default(100),
-  UPSTREAM_CURSOR_PATH: optionalText,
-  UPSTREAM_UPDATED_DATE_UNIT: z.enum(['ms', 's']).default('ms'),
-  UPSTREAM_TIMEOUT_MS: int(100, 600_000).default(30_000),
-  UPSTREAM_MAX_RETRIES: int(0, 100).default(6),
-  UPSTREAM_MAX_BODY_BYTES: int(1024, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
-  UPSTREAM_TOKEN_REFRESH_MARGIN_S: int(0, 3600).default(60),
+  UPSTREAM_RATE_LIMIT_RPS: z.coerce
+    .number()
+    .positive()
+    .max(1000)
+    .default(9.6)
+    .describe('Request rate for all passes together (the upstream allows 10)'),
+  UPSTREAM_RATE_LIMIT_BURST: z.coerce
+    .number()
+    .min(1)
+    .max(1000)
+    .default(1.3)
+    .describe('Token-bucket size; below 11 − rate, so no 1-second window exceeds 10 requests'),
+  UPSTREAM_PAGE_SIZE: int(1, 100).default(100).describe('limit per call (1–100)'),
+  UPSTREAM_CURSOR_PATH: optionalText.describe('Dotted path of the next-page cursor in the response'),
+  UPSTREAM_UPDATED_DATE_UNIT: z
+    .enum(['ms', 's'])
+    .default('ms')
+    .describe('Unit of the updated_date parameter (ms or s)'),
+  UPSTREAM_TIMEOUT_MS: int(100, 600_000).default(30_000).describe('Header and body timeouts'),
+  UPSTREAM_MAX_RETRIES: int(0, 100).default(6).describe('Retries per request before the pass fails'),
+  UPSTREAM_MAX_BODY_BYTES: int(1024, 1024 * 1024 * 1024)
+    .default(10 * 1024 * 1024)
+    .describe('Cap on a decoded response body'),
+  UPSTREAM_TOKEN_REFRESH_MARGIN_S: int(0, 3600).default(60).describe('Refresh the token this long before it expires'),
   // Record bounds (src/upstream/bounds.ts): a record past one is dead-lettered instead of reaching the snapshot.
-  UPSTREAM_MAX_FUTURE_SKEW_MS: int(0, 30 * 86_400_000).default(86_400_000),
-  UPSTREAM_MAX_RECORD_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
-  UPSTREAM_MAX_STRING_LENGTH: int(16, 64 * 1024 * 1024).default(65_536),
-  UPSTREAM_ALLOW_INSECURE: bool.default(false),
-  UPSTREAM_CA_FILE: optionalText,
+  UPSTREAM_MAX_FUTURE_SKEW_MS: int(0, 30 * 86_400_000)
+    .default(86_400_000)
+    .describe('How far past now updated_date/created_date may be (0 – 30 days)'),
+  UPSTREAM_MAX_RECORD_BYTES: int(1024, 64 * 1024 * 1024)
+    .default(1024 * 1024)
+    .describe('Largest record (bytes of its JSON) accepted'),
+  UPSTREAM_MAX_STRING_LENGTH: int(16, 64 * 1024 * 1024)
+    .default(65_536)
+    .describe('Longest string (value or key, UTF-16 units) in a record'),
+  UPSTREAM_ALLOW_INSECURE: bool
+    .default(false)
+    .describe('Allow http:// to a host other than loopback (tokens and secrets in clear text)'),
+  UPSTREAM_CA_FILE: optionalText.describe('PEM CA bundle trusted for the upstream, besides the system CAs'),
   // Read by undici's EnvHttpProxyAgent (lower-case forms too); listed so that deployments may set them.
-  HTTPS_PROXY: optionalText,
-  HTTP_PROXY: optionalText,
-  NO_PROXY: optionalText,
-  KAFKA_BROKERS: hostPorts,
-  KAFKA_CLIENT_ID: z.string().min(1).default('reviews-bridge'),
-  KAFKA_SSL: bool.default(false),
-  KAFKA_SSL_CA_FILE: optionalText,
-  KAFKA_SSL_CERT_FILE: optionalText,
-  KAFKA_SSL_KEY_FILE: optionalText,
-  KAFKA_SASL_ALLOW_PLAINTEXT: bool.default(false),
-  KAFKA_SASL_MECHANISM: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).optional(),
-  KAFKA_SASL_USERNAME: optionalText,
-  KAFKA_SASL_PASSWORD: optionalText,
-  KAFKA_SASL_PASSWORD_FILE: optionalText,
-  KAFKA_TOPIC_CREATED: z.string().min(1).default('review.created'),
-  KAFKA_TOPIC_STATUS_CHANGED: z.string().min(1).default('review.status_changed'),
-  KAFKA_TOPIC_UPDATED: z.string().min(1).default('review.updated'),
-  KAFKA_TOPIC_DEAD_LETTER: z.string().min(1).default('review.dead_letter'),
-  KAFKA_TOPIC_STATE: z.string().min(1).default('review.state'),
-  KAFKA_TOPIC_DELETED: z.string().min(1).default('review.deleted'),
-  KAFKA_TOPIC_HEARTBEAT: z.string().min(1).default('review.heartbeat'),
+  HTTPS_PROXY: optionalText.describe('Proxy for https upstream requests (CONNECT); lower case accepted'),
+  HTTP_PROXY: optionalText.describe('Proxy for http upstream requests; lower case accepted'),
+  NO_PROXY: optionalText.describe('Hosts that go direct, comma-separated; lower case accepted'),
+  KAFKA_BROKERS: hostPorts.describe('host:port,'),
+  KAFKA_CLIENT_ID: z
+    .string()
+    .min(1)
+    .default('reviews-bridge')
+    .describe('Kafka client id of the producers and admin clients; also the default transactional id prefix'),
+  KAFKA_SSL: bool.default(false).describe('TLS to the brokers'),
+  KAFKA_SSL_CA_FILE: optionalText.describe(
+    'PEM CA bundle to trust for the brokers (setting any KAFKA_SSL_* file turns TLS on)',
+  ),
+  KAFKA_SSL_CERT_FILE: optionalText.describe('PEM client certificate for mutual TLS'),
+  KAFKA_SSL_KEY_FILE: optionalText.describe('PEM client key for mutual TLS'),
+  KAFKA_SASL_ALLOW_PLAINTEXT: bool
+    .default(false)
+    .describe('Allow SASL plain without TLS (the password crosses the network readable)'),
+  KAFKA_SASL_MECHANISM: z
+    .enum(['plain', 'scram-sha-256', 'scram-sha-512'])
+    .optional()
+    .describe('SASL mechanism: plain, scram-sha-256 or scram-sha-512'),
+  KAFKA_SASL_USERNAME: optionalText.describe('SASL user name'),
+  KAFKA_SASL_PASSWORD: optionalText.describe('SASL password (prefer KAFKA_SASL_PASSWORD_FILE)'),
+  KAFKA_SASL_PASSWORD_FILE: optionalText.describe('File holding the SASL password, re-read at every broker connection'),
+  KAFKA_TOPIC_CREATED: z
+    .string()
+    .min(1)
+    .default('review.created')
+    .describe('Topic of review.created events; may contain {account}'),
+  KAFKA_TOPIC_STATUS_CHANGED: z
+    .string()
+    .min(1)
+    .default('review.status_changed')
+    .describe('Topic of review.status_changed events; may contain {account}'),
+  KAFKA_TOPIC_UPDATED: z
+    .string()
+    .min(1)
+    .default('review.updated')
+    .describe('Topic of review.updated events; may contain {account}'),
+  KAFKA_TOPIC_DEAD_LETTER: z
+    .string()
+    .min(1)
+    .default('review.dead_letter')
+    .describe('Dead-letter topic (records that failed validation, with the reason); may contain {account}'),
+  KAFKA_TOPIC_STATE: z
+    .string()
+    .min(1)
+    .default('review.state')
+    .describe('Compacted current-state topic (key: review id; tombstone on deletion); may contain {account}'),
+  KAFKA_TOPIC_DELETED: z
+    .string()
+    .min(1)
+    .default('review.deleted')
+    .describe('Topic of review.deleted events; may contain {account}'),
+  KAFKA_TOPIC_HEARTBEAT: z
+    .string()
+    .min(1)
+    .default('review.heartbeat')
+    .describe('Topic of review.heartbeat events (key: account); may contain {account}'),
   // Internal compacted topic: snapshot entries and checkpoints, what a Redis that lost them is restored from.
-  KAFKA_TOPIC_CHANGELOG: z.string().min(1).default('reviews-bridge.changelog'),
+  KAFKA_TOPIC_CHANGELOG: z
+    .string()
+    .min(1)
+    .default('reviews-bridge.changelog')
+    .describe(
+      'Internal compacted changelog (snapshot entries and checkpoints) that Redis is restored from; may contain {account}',
+    ),
   // on: each page's records in one Kafka transaction (exactly once for read_committed consumers); off: idempotent
   // at-least-once publishing (duplicates carry the same event id).
   KAFKA_EXACTLY_ONCE: z
     .enum(['on', 'off', 'true', 'false'])
     .default('on')
-    .transform((v) => v === 'on' || v === 'true'),
+    .transform((v) => v === 'on' || v === 'true')
+    .describe(
+      'on: each commit in one Kafka transaction (exactly once for read_committed consumers); off: idempotent at-least-once',
+    ),
   // transactional.id = <this>.<account>: stable per account and deployment, so a new leader fences the old one.
-  KAFKA_TRANSACTIONAL_ID_PREFIX: optionalText,
-  KAFKA_TRANSACTION_TIMEOUT_MS: int(1_000, 900_000).default(60_000),
+  KAFKA_TRANSACTIONAL_ID_PREFIX: optionalText.describe(
+    'Prefix of the transactional id <prefix>.<account> (default: KAFKA_CLIENT_ID); stable per deployment so a new leader fences the old one',
+  ),
+  KAFKA_TRANSACTION_TIMEOUT_MS: int(1_000, 900_000)
+    .default(60_000)
+    .describe('Kafka transaction timeout: an open transaction of a dead leader is aborted after it at the latest'),
   // Secret (>= 16 bytes) that keys the review fingerprints written to Kafka and the event ids built from them;
   // unset: a key generated once per deployment and kept in Redis (docs/guarantees.md: what losing it costs).
-  FINGERPRINT_KEY_FILE: optionalText,
-  KAFKA_CREATE_TOPICS: bool.default(true),
-  KAFKA_TOPIC_PARTITIONS: int(1, 10_000).default(6),
+  FINGERPRINT_KEY_FILE: optionalText.describe(
+    'Secret (at least 16 bytes) that keys review fingerprints and event ids; unset: a key generated once per deployment and kept in Redis',
+  ),
+  KAFKA_CREATE_TOPICS: bool.default(true).describe('Create missing topics at start'),
+  KAFKA_TOPIC_PARTITIONS: int(1, 10_000).default(6).describe('Partitions of the topics the bridge creates'),
   // Unset: min(3, brokers in the cluster), read when the topics are created.
-  KAFKA_REPLICATION_FACTOR: unsetWhenBlank(int(1, 10)),
+  KAFKA_REPLICATION_FACTOR: unsetWhenBlank(int(1, 10)).describe(
+    'Replication factor of the topics it creates (default min(3, brokers); from 3 on min.insync.replicas=2)',
+  ),
   // Kafka's own default (message.max.bytes / max.message.bytes); the smaller of this and the topics' setting counts.
-  KAFKA_MAX_MESSAGE_BYTES: int(4096, 1024 * 1024 * 1024).default(1024 * 1024),
-  REDIS_URL: unsetWhenBlank(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')),
-  REDIS_SENTINELS: unsetWhenBlank(hostPorts),
-  REDIS_SENTINEL_NAME: optionalText,
-  REDIS_CLUSTER_NODES: unsetWhenBlank(hostPorts),
+  KAFKA_MAX_MESSAGE_BYTES: int(4096, 1024 * 1024 * 1024)
+    .default(1024 * 1024)
+    .describe("Largest message sent; the topics' smaller max.message.bytes wins (read at start)"),
+  REDIS_URL: unsetWhenBlank(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')).describe(
+    'A single Redis: redis:// or rediss://; one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
+  ),
+  REDIS_SENTINELS: unsetWhenBlank(hostPorts).describe(
+    'Redis Sentinels host:port,... (with REDIS_SENTINEL_NAME); one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
+  ),
+  REDIS_SENTINEL_NAME: optionalText.describe('Name of the primary the Sentinels monitor'),
+  REDIS_CLUSTER_NODES: unsetWhenBlank(hostPorts).describe(
+    'Redis Cluster seed nodes host:port,...; one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
+  ),
   // Replica acknowledgements (WAIT) every commit and lease change needs before the bridge goes on; unset: 0 for a
   // single Redis, 1 for Sentinel and Cluster (see "What a Redis failover may cost" in the README).
-  REDIS_WAIT_REPLICAS: int(0, 10).optional(),
-  REDIS_WAIT_TIMEOUT_MS: int(10, 60_000).default(1_000),
-  REDIS_USERNAME: optionalText,
-  REDIS_PASSWORD: optionalText,
-  REDIS_PASSWORD_FILE: optionalText,
-  REDIS_TLS_CA_FILE: optionalText,
-  REDIS_TLS_CERT_FILE: optionalText,
-  REDIS_TLS_KEY_FILE: optionalText,
+  REDIS_WAIT_REPLICAS: int(0, 10)
+    .optional()
+    .describe(
+      'Replicas that must acknowledge (WAIT) each commit and lease change; default 0 with REDIS_URL, 1 with Sentinel or Cluster',
+    ),
+  REDIS_WAIT_TIMEOUT_MS: int(10, 60_000)
+    .default(1_000)
+    .describe('How long a commit waits for them (short: the pass is retried)'),
+  REDIS_USERNAME: optionalText.describe('Redis ACL user (the default user when only a password is set)'),
+  REDIS_PASSWORD: optionalText.describe('Redis password (prefer REDIS_PASSWORD_FILE)'),
+  REDIS_PASSWORD_FILE: optionalText.describe('File holding the Redis password, re-read at every reconnect'),
+  REDIS_TLS_CA_FILE: optionalText.describe('PEM CA bundle to trust for Redis (rediss:// only)'),
+  REDIS_TLS_CERT_FILE: optionalText.describe('PEM client certificate for Redis (rediss:// only)'),
+  REDIS_TLS_KEY_FILE: optionalText.describe('PEM client key for Redis (rediss:// only)'),
   REDIS_KEY_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.:-]{1,32}$/)
-    .default('rb'),
-  POLL_INTERVAL_MS: int(100, 3_600_000).default(5_000),
+    .default('rb')
+    .describe('Key prefix'),
+  POLL_INTERVAL_MS: int(100, 3_600_000)
+    .default(5_000)
+    .describe('Incremental poll interval while a sweep or the initial load runs'),
   // Default: 1 s, or POLL_INTERVAL_MS when that is shorter.
-  POLL_MIN_INTERVAL_MS: int(100, 3_600_000).optional(),
-  POLL_OVERLAP_MS: int(0, 7 * 86_400_000).default(300_000),
-  SWEEP_INTERVAL_MS: int(0, 30 * 86_400_000).default(86_400_000),
-  INITIAL_LOAD_MODE: z.enum(['mark', 'suppress']).default('mark'),
-  DELETE_DETECTION: z.enum(['on', 'off']).default('on'),
+  POLL_MIN_INTERVAL_MS: int(100, 3_600_000)
+    .optional()
+    .describe(
+      'Incremental poll interval while no sweep runs (at most POLL_INTERVAL_MS; default 1000, or POLL_INTERVAL_MS when shorter)',
+    ),
+  POLL_OVERLAP_MS: int(0, 7 * 86_400_000)
+    .default(300_000)
+    .describe('How far before the watermark polls start (≥ the poll interval; cover clock skew)'),
+  SWEEP_INTERVAL_MS: int(0, 30 * 86_400_000)
+    .default(86_400_000)
+    .describe('Scheduled sweeps (0: only on demand)'),
+  INITIAL_LOAD_MODE: z
+    .enum(['mark', 'suppress'])
+    .default('mark')
+    .describe('mark initial review.created events, or suppress them'),
+  DELETE_DETECTION: z
+    .enum(['on', 'off'])
+    .default('on')
+    .describe('on: a complete sweep reports reviews missing from the listing as review.deleted; off: never'),
   // A broken listing that silently drops reviews must not wipe the feed: above this fraction nothing is deleted.
-  DELETE_MAX_FRACTION: z.coerce.number().min(0).max(1).default(0.01),
-  HEARTBEAT_INTERVAL_MS: int(1_000, 86_400_000).default(60_000),
-  EVENT_SOURCE: optionalText,
-  HTTP_HOST: z.string().min(1).default('0.0.0.0'),
-  HTTP_PORT: int(0, 65_535).default(9464),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  LEASE_TTL_MS: int(1_000, 600_000).default(15_000),
+  DELETE_MAX_FRACTION: z.coerce
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.01)
+    .describe('Above this fraction of the snapshot missing in one sweep, nothing is deleted (broken listing guard)'),
+  HEARTBEAT_INTERVAL_MS: int(1_000, 86_400_000)
+    .default(60_000)
+    .describe('How often the leader publishes review.heartbeat'),
+  EVENT_SOURCE: optionalText.describe('CloudEvents source'),
+  HTTP_HOST: z.string().min(1).default('0.0.0.0').describe('Address of the ops server (/metrics, /healthz, /readyz)'),
+  HTTP_PORT: int(0, 65_535).default(9464).describe('Port of the ops server (0: any free port)'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('pino level'),
+  LEASE_TTL_MS: int(1_000, 600_000).default(15_000).describe('Leadership lease; standbys take over within it'),
   // Personal data (src/core/field-policy.ts): dotted paths, comma-separated; EVENT_FIELDS_MASK entries are path[:N].
-  EVENT_FIELDS_INCLUDE: optionalText,
-  EVENT_FIELDS_EXCLUDE: optionalText,
-  EVENT_FIELDS_HASH: optionalText,
-  EVENT_FIELDS_MASK: optionalText,
-  EVENT_HASH_KEY_FILE: optionalText,
-  EVENT_FIELDS_ALLOW_RAW_EMAIL: bool.default(false),
-  DEAD_LETTER_PAYLOAD: z.enum(['reference', 'masked', 'raw']).default('masked'),
-  SHUTDOWN_TIMEOUT_MS: int(1_000, 600_000).default(25_000),
+  EVENT_FIELDS_INCLUDE: optionalText.describe(
+    'Allow-list of dotted paths; other fields, unknown ones too, are dropped',
+  ),
+  EVENT_FIELDS_EXCLUDE: optionalText.describe('Dotted paths never published'),
+  EVENT_FIELDS_HASH: optionalText.describe('Dotted paths published as hmac-sha256:<hex> (needs EVENT_HASH_KEY_FILE)'),
+  EVENT_FIELDS_MASK: optionalText.describe('path (→ ***) or path:N (first N characters, then ***), comma-separated'),
+  EVENT_HASH_KEY_FILE: optionalText.describe(
+    'HMAC key (≥ 32 bytes), read at start; with it e-mail addresses are hashed',
+  ),
+  EVENT_FIELDS_ALLOW_RAW_EMAIL: bool
+    .default(false)
+    .describe('Publish e-mail addresses as received (logged as a warning at start)'),
+  DEAD_LETTER_PAYLOAD: z
+    .enum(['reference', 'masked', 'raw'])
+    .default('masked')
+    .describe('masked (policy applied), reference (size only) or raw (warned at start)'),
+  SHUTDOWN_TIMEOUT_MS: int(1_000, 600_000).default(25_000).describe('Bound on graceful shutdown'),
 });
 
 /** Every environment variable the bridge reads (deployment manifests are tested against it). */

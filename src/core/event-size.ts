@@ -1,6 +1,6 @@
 import { CLOUDEVENTS_CONTENT_TYPE, type ReviewEvent } from './events.js';
 import { jsonChunks } from './record-digest.js';
-import type { Reject } from '../upstream/types.js';
+import type { Reject } from './reject.js';
 
 // What the bridge hands to Kafka, and whether it fits. The broker refuses a record batch larger than its
 // max.message.bytes, and a refused send fails the page; so every message is measured the way the publisher

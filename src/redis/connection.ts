@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
 import type { RedisConnection, RedisTarget, TlsFiles } from '../config/config.js';
-import type { ReplicaRegistry } from '../bridge/allotment.js';
+import type { ReplicaRegistry } from '../core/ports.js';
 import { readSecretSync, readTlsFiles, type SecretSource } from '../config/secrets.js';
 
 // The Redis adapter: one client per process (a single server, a Sentinel-monitored primary, or a Redis Cluster)

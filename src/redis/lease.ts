@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { LeasePort } from '../bridge/lease-keeper.js';
+import type { LeasePort } from '../core/ports.js';
 import { durably, type AccountKeys, type BridgeRedis } from './connection.js';
 
 // One active poller per account: replicas compete for a lease in Redis. The lease carries an epoch that grows

@@ -7,6 +7,8 @@ import { numberedAccounts, parseAccountsFile } from './accounts.js';
 import { writeCredentialsDir } from './credentials-dir.js';
 import { DEFAULT_OPTIONS, SimulatorConfigError } from './options.js';
 import type { Faults, RateLimitOptions, SimulatorOptions } from './types.js';
+import { startMultiSimulator } from './multi.js';
+import { startSimulator } from './start.js';
 
 // `reviews-bridge simulate`: runs the simulator as its own process for demos and for tests that run the bridge as
 // a child process. It prints its demo credentials on purpose: they only open a simulator.
@@ -189,8 +191,6 @@ export async function runSimulatorCli(argv: string[]): Promise<void> {
   }
   const logger = pino({ name: 'reviews-simulator' });
   if (parsed.multi !== null) return runMulti(parsed.options, parsed.multi, logger);
-  // Imported here so that `index.ts` can re-export this function without a cycle at load time.
-  const { startSimulator } = await import('./index.js');
   const { options } = parsed;
   const simulator = await startSimulator(options);
   logger.info(
@@ -215,7 +215,6 @@ async function runMulti(options: SimulatorOptions, multi: MultiAccountArgs, logg
     multi.file === null
       ? numberedAccounts(multi.count ?? 1, common)
       : parseAccountsFile(await readFile(multi.file, 'utf8'), common);
-  const { startMultiSimulator } = await import('./index.js');
   const simulator = await startMultiSimulator(specs, { host, port });
   try {
     const files =
