@@ -158,7 +158,6 @@ export class AccountBridge {
       logger,
       timing: {
         pollIntervalMs: config.poll.intervalMs,
-        pollMinIntervalMs: config.poll.minIntervalMs,
         heartbeatIntervalMs: config.heartbeat.intervalMs,
         sweepIntervalMs: config.sweep.intervalMs,
         leaseTtlMs: config.lease.ttlMs,

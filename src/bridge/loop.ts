@@ -16,10 +16,11 @@ import { errorKind } from '../ops/logger.js';
 
 /** Timing of the loop. */
 export interface LoopTiming {
-  /** Time between poll starts while a full scan runs (the scan gets the rest of the rate budget). */
+  /**
+   * Time between poll starts, whatever else runs: a sweep, resync or initial load advances a page at a time in
+   * between and gets the rest of the rate budget (the limiter serves polls first).
+   */
   pollIntervalMs: number;
-  /** Time between poll starts while no full scan runs: the budget is idle, so polls take more of it. */
-  pollMinIntervalMs?: number;
   /** 0 disables scheduled sweeps (on-demand ones still run). */
   sweepIntervalMs: number;
   leaseTtlMs: number;
@@ -37,6 +38,8 @@ export interface LoopDeps {
   logger: Logger;
   timing: LoopTiming;
   clock?: () => number;
+  /** Waits `ms` or until `signal` aborts (rejects then); tests pass a fake that advances a fake clock. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /** Liveness as the ops server reports it. */
@@ -220,10 +223,10 @@ export class BridgeLoop {
       }
     }
 
-    // Incremental polls need the watermark the initial load leaves; after that they come first.
-    if (this.initialDone && now >= this.nextPollAt) {
-      const intervalMs = this.fullScan ? timing.pollIntervalMs : (timing.pollMinIntervalMs ?? timing.pollIntervalMs);
-      this.nextPollAt = now + intervalMs;
+    // Incremental polls need a watermark: the initial load's first page sets it. From then on they come first.
+    const pollable = this.initialDone || (this.fullScan?.pollable ?? false);
+    if (pollable && now >= this.nextPollAt) {
+      this.nextPollAt = now + timing.pollIntervalMs;
       const t0 = this.clock();
       try {
         const summary = await passes.incremental(epoch, signal);
@@ -339,7 +342,8 @@ export class BridgeLoop {
 
   private async pause(ms: number): Promise<void> {
     try {
-      await sleep(ms, undefined, { signal: this.stopController.signal });
+      const signal = this.stopController.signal;
+      await (this.deps.sleep ? this.deps.sleep(ms, signal) : sleep(ms, undefined, { signal }));
     } catch {
       // Stop requested: the loop condition ends the loop.
     }

@@ -253,9 +253,12 @@ export class PagePipeline {
     this.deps.metrics.observeCommit((performance.now() - t0) / 1000);
   }
 
-  /** Starts a run (one pass) under a lease epoch. */
-  open(type: PassType, epoch: number): PipelineRun {
-    return new PipelineRun(this, type, epoch);
+  /**
+   * Starts a run (one pass) under a lease epoch. `createdAsInitial`: the initial load is still running, so the
+   * reviews this run finds first are created as the load creates them (marked initial, or suppressed).
+   */
+  open(type: PassType, epoch: number, options: { createdAsInitial?: boolean } = {}): PipelineRun {
+    return new PipelineRun(this, type, epoch, options.createdAsInitial ?? false);
   }
 
   /**
@@ -319,6 +322,7 @@ export class PipelineRun {
     private readonly pipeline: PagePipeline,
     readonly type: PassType,
     readonly epoch: number,
+    private readonly createdAsInitial = false,
   ) {}
 
   /** Records the failure of this run's page in flight; the run's next call throws it. */
@@ -404,7 +408,8 @@ export class PipelineRun {
     const states: ReviewState[] = [];
     const writes = new Map<number, SnapshotEntry>();
     const rejects: Reject[] = [...page.rejects];
-    const suppressCreated = this.type === 'initial' && deps.initialLoadMode === 'suppress';
+    const initialCreates = this.type === 'initial' || this.createdAsInitial;
+    const suppressCreated = initialCreates && deps.initialLoadMode === 'suppress';
     for (const review of page.reviews) {
       try {
         const previous = writes.get(review.id) ?? overlay?.get(review.id) ?? known.get(review.id) ?? null;
@@ -415,6 +420,7 @@ export class PipelineRun {
           source: deps.eventSource,
           fetchedAt: page.fetchedAt,
           suppressCreated,
+          createdDetection: initialCreates ? 'initial' : undefined,
           key,
         });
         if (!result.next) {

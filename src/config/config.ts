@@ -223,14 +223,14 @@ export const EnvSchema = z.object({
     .default('rb')
     .describe('Key prefix'),
   POLL_INTERVAL_MS: int(100, 3_600_000)
-    .default(5_000)
-    .describe('Incremental poll interval while a sweep or the initial load runs'),
-  // Default: 1 s, or POLL_INTERVAL_MS when that is shorter.
+    .default(1_000)
+    .describe(
+      'Time between incremental poll starts, whatever else runs (sweeps, resyncs and the initial load yield the rate budget to polls)',
+    ),
+  // Until polls kept their pace during sweeps, this was the interval while none ran (the only one now).
   POLL_MIN_INTERVAL_MS: int(100, 3_600_000)
     .optional()
-    .describe(
-      'Incremental poll interval while no sweep runs (at most POLL_INTERVAL_MS; default 1000, or POLL_INTERVAL_MS when shorter)',
-    ),
+    .describe('Deprecated: the poll interval when POLL_INTERVAL_MS is not set (one interval applies always now)'),
   POLL_OVERLAP_MS: int(0, 7 * 86_400_000)
     .default(300_000)
     .describe('How far before the watermark polls start (≥ the poll interval; cover clock skew)'),
@@ -355,8 +355,8 @@ export interface BridgeConfig {
     /** TLS files of a rediss:// REDIS_URL. */
     tls?: TlsFiles;
   };
-  /** Polls run every minIntervalMs while no full scan runs, every intervalMs while one does. */
-  poll: { intervalMs: number; minIntervalMs: number; overlapMs: number };
+  /** Polls start every intervalMs whatever else runs, from the watermark minus overlapMs. */
+  poll: { intervalMs: number; overlapMs: number };
   sweep: { intervalMs: number };
   initialLoadMode: 'mark' | 'suppress';
   /** Deletion detection at the end of a complete sweep, and its guard against a broken listing. */
@@ -512,13 +512,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'the state, deleted, heartbeat and changelog topics must differ from the others',
     );
   }
-  if (e.POLL_OVERLAP_MS < e.POLL_INTERVAL_MS) {
+  // The deprecated setting stands in for the interval only when the interval itself was not set.
+  const pollIntervalMs = env.POLL_INTERVAL_MS ? e.POLL_INTERVAL_MS : (e.POLL_MIN_INTERVAL_MS ?? e.POLL_INTERVAL_MS);
+  if (e.POLL_OVERLAP_MS < pollIntervalMs) {
     // The overlap must cover at least one poll interval, or a change made while a poll pages could be skipped.
     throw new ConfigError('POLL_OVERLAP_MS', 'must be at least POLL_INTERVAL_MS');
-  }
-  const pollMinIntervalMs = e.POLL_MIN_INTERVAL_MS ?? Math.min(1_000, e.POLL_INTERVAL_MS);
-  if (pollMinIntervalMs > e.POLL_INTERVAL_MS) {
-    throw new ConfigError('POLL_MIN_INTERVAL_MS', 'must not exceed POLL_INTERVAL_MS (the interval while a sweep runs)');
   }
   const privacy = privacyConfig(e);
   const target = redisTarget(e);
@@ -566,7 +564,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       password: redisPassword,
       tls: redisTls,
     },
-    poll: { intervalMs: e.POLL_INTERVAL_MS, minIntervalMs: pollMinIntervalMs, overlapMs: e.POLL_OVERLAP_MS },
+    poll: { intervalMs: pollIntervalMs, overlapMs: e.POLL_OVERLAP_MS },
     sweep: { intervalMs: e.SWEEP_INTERVAL_MS },
     initialLoadMode: e.INITIAL_LOAD_MODE,
     deletion: { enabled: e.DELETE_DETECTION === 'on', maxFraction: e.DELETE_MAX_FRACTION },

@@ -31,6 +31,8 @@ export interface DiffInput {
   fetchedAt: number;
   /** Suppress review.created (initial load configured so); the snapshot still records the review. */
   suppressCreated: boolean;
+  /** How a review.created says it was found, when not `detection` (a poll during the initial load: 'initial'). */
+  createdDetection?: Detection;
   /** The key of the fingerprints (null or absent: unkeyed, as entries written before keys). */
   key?: FingerprintKey | null;
 }
@@ -66,7 +68,8 @@ export function diffReview(input: DiffInput): DiffResult {
 
   if (prev === null) {
     if (input.suppressCreated) return { events: [], next: { ...base, sequence: 0 } };
-    return { events: [createdEvent(ctx, 1)], next: { ...base, sequence: 1 } };
+    const detection = input.createdDetection ?? input.detection;
+    return { events: [createdEvent({ ...ctx, detection }, 1)], next: { ...base, sequence: 1 } };
   }
 
   // Nothing goes backwards: an older read (stale page, overlap window) says nothing new. At an equal

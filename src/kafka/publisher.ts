@@ -348,12 +348,30 @@ export class KafkaPublisher implements EventSink {
       // kafkajs retries it with this policy, which must outlast that abort (seconds), not give up in a few ms.
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000 },
     });
-    this.tx = { producer, fenced: false };
-    await producer.connect();
-    // kafkajs sends the transactional InitProducerId only with the first transaction: open one and abort it now,
-    // so that the former leader is fenced (and its open transaction aborted) before this leader's first page.
-    const transaction = await producer.transaction();
-    await transaction.abort();
+    const tx = { producer, fenced: false };
+    this.tx = tx;
+    const limitMs = this.config.transactionTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const start = async () => {
+      await producer.connect();
+      // kafkajs sends the transactional InitProducerId only with the first transaction: open one and abort it
+      // now, so that the former leader is fenced (and its open transaction aborted) before this leader's first page.
+      const transaction = await producer.transaction();
+      await transaction.abort();
+    };
+    try {
+      await Promise.race([
+        start(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`taking the transactional id took over ${limitMs} ms`)), limitMs);
+        }),
+      ]);
+    } catch (err) {
+      this.dropTransactions(tx);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -400,23 +418,45 @@ export class KafkaPublisher implements EventSink {
     if (!this.tx) await this.beginTransactions();
     const tx = this.tx!;
     if (tx.fenced) throw new FencedError('the Kafka transactional id was taken by another leader');
-    const transaction = await tx.producer.transaction();
+    // A bound on the whole transaction: kafkajs can wait for ever on a broker that died mid-request (seen with a
+    // killed partition leader or coordinator). Past it the producer is dropped; the next commit starts a new
+    // session, whose InitProducerId aborts whatever this one left open.
+    const limitMs = Math.max(5_000, Math.floor(this.config.transactionTimeoutMs / 2));
+    let timer: NodeJS.Timeout | undefined;
+    const watchdog = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`a Kafka transaction took longer than ${limitMs} ms`)), limitMs);
+    });
+    const transaction = await Promise.race([tx.producer.transaction(), watchdog]).catch((err: unknown) => {
+      clearTimeout(timer);
+      this.dropTransactions(tx);
+      throw err;
+    });
     try {
       const metadata: RecordMetadata[] = [];
-      for (const topicMessages of sends) metadata.push(...(await transaction.sendBatch({ acks: -1, topicMessages })));
-      await transaction.commit();
+      const run = async () => {
+        for (const topicMessages of sends) metadata.push(...(await transaction.sendBatch({ acks: -1, topicMessages })));
+        await transaction.commit();
+      };
+      await Promise.race([run(), watchdog]);
+      clearTimeout(timer);
       return metadata;
     } catch (err) {
-      await transaction.abort().catch(() => undefined);
+      clearTimeout(timer);
+      const aborted = transaction.abort().catch(() => undefined);
+      await Promise.race([aborted, new Promise((resolve) => setTimeout(resolve, 5_000))]);
       if (isFencedError(err)) {
         tx.fenced = true;
         throw new FencedError('the Kafka transactional id was taken by another leader');
       }
       // After any other failure the producer's state is unknown: the next commit starts a new producer session.
-      if (this.tx === tx) this.tx = null;
-      void tx.producer.disconnect().catch(() => undefined);
+      this.dropTransactions(tx);
       throw err;
     }
+  }
+
+  private dropTransactions(tx: { producer: Producer }): void {
+    if (this.tx === tx) this.tx = null;
+    void tx.producer.disconnect().catch(() => undefined);
   }
 
   /**

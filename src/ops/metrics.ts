@@ -105,6 +105,7 @@ export class BridgeMetrics {
   private readonly upstreamRetries: Counter<'endpoint' | 'reason'>;
   private readonly pageShrinks: Counter<'reason'>;
   private readonly restores: Counter<'kind'>;
+  private readonly clockOffset: Gauge;
   private readonly restoreEntries: Counter<'kind'>;
   private readonly restoreDuration: Histogram<'kind'>;
   private readonly tokenRefreshes: Counter<'outcome'>;
@@ -165,6 +166,11 @@ export class BridgeMetrics {
       name: `${PREFIX}upstream_retries_total`,
       help: 'Upstream requests retried, by endpoint and short reason.',
       labelNames: ['endpoint', 'reason'],
+      registers,
+    });
+    this.clockOffset = new Gauge({
+      name: `${PREFIX}upstream_clock_offset_seconds`,
+      help: "Estimated upstream clock minus the bridge's (from the Date headers of its answers; positive: the upstream is ahead). Watermarks use the upstream's time, so an offset costs nothing, but a large one says a clock is wrong.",
       registers,
     });
     this.restores = new Counter({
@@ -429,6 +435,9 @@ export class BridgeMetrics {
       },
       onRetry: (endpoint, reason) => {
         this.upstreamRetries.inc({ endpoint: endpointLabel(endpoint), reason: this.retryReasons.label(reason) });
+      },
+      onClockOffset: (seconds) => {
+        if (Number.isFinite(seconds)) this.clockOffset.set(seconds);
       },
       onPageShrunk: (reason) => {
         this.pageShrinks.inc({ reason: reason === 'too_large' ? 'too_large' : 'status_400' });

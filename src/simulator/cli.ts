@@ -26,7 +26,7 @@ const USAGE = `Usage: reviews-bridge simulate [options]
   --payload-limit <bytes>       (default 10485760)
   --cursor-path <path>          (default next_page)       --last-page-cursor <absent|null>
   --updated-date-unit <ms|s>    --updated-date-comparison <gte|gt>
-  --compression <when-asked|always|never>
+  --compression <when-asked|always|never>  --clock-skew-ms <n> (its clock minus the real one; default 0)
   --error-rate <0..1> --error-statuses <500,502,...> --latency-ms <n>
   --truncate-rate <0..1> --malformed-rate <0..1> --pad-bytes <n> --drop-rate <0..1>
 Several accounts on one server, each under <url>/accounts/<id> with its own data, credentials
@@ -55,6 +55,7 @@ const STRING_FLAGS = [
   'updated-date-unit',
   'updated-date-comparison',
   'compression',
+  'clock-skew-ms',
   'error-rate',
   'error-statuses',
   'latency-ms',
@@ -129,6 +130,7 @@ export function parseSimulatorCommand(argv: string[]): SimulatorCommand {
     updatedDateUnit: text('updated-date-unit') as SimulatorOptions['updatedDateUnit'],
     updatedDateComparison: text('updated-date-comparison') as SimulatorOptions['updatedDateComparison'],
     compression: text('compression') as SimulatorOptions['compression'],
+    clockSkewMs: num('clock-skew-ms'),
   };
 
   const rateFlags = ['rps', 'burst', 'throttle-status', 'retry-after'] as const;

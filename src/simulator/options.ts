@@ -61,6 +61,7 @@ const OptionsSchema = z.strictObject({
   updatedDateUnit: z.enum(['ms', 's']),
   updatedDateComparison: z.enum(['gte', 'gt']),
   compression: z.enum(['when-asked', 'always', 'never']),
+  clockSkewMs: z.number().int().min(-86_400_000).max(86_400_000),
   faults: FaultsSchema.partial(),
 });
 
@@ -88,6 +89,7 @@ export const DEFAULT_OPTIONS: ResolvedOptions = {
   updatedDateUnit: 'ms',
   updatedDateComparison: 'gte',
   compression: 'when-asked',
+  clockSkewMs: 0,
   faults: {},
 };
 

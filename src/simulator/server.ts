@@ -25,6 +25,8 @@ export type SimulatorHandler = (req: IncomingMessage, res: ServerResponse, url: 
 /** The request handling of one simulator over the given state, to serve alone or mounted under a path prefix. */
 export function createSimulatorHandler(state: SimulatorState, control: SimulatorControl): SimulatorHandler {
   return (req, res, url) => {
+    // The service's own clock (skewed on purpose in tests): what its Date headers say.
+    res.setHeader('Date', new Date(Date.now() + state.options.clockSkewMs).toUTCString());
     handle(state, control, req, res, url).catch(() => {
       // Aborted latency on close, or a bug: never leave a client hanging, never leak details.
       if (res.headersSent || state.closing.signal.aborted) res.destroy();

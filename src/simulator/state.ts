@@ -19,7 +19,7 @@ export class SimulatorState {
   private bucket: TokenBucket | null = null;
 
   constructor(readonly options: ResolvedOptions) {
-    this.store = new ReviewStore(options.seed, options.reviewCount);
+    this.store = new ReviewStore(options.seed, options.reviewCount, () => Date.now() + options.clockSkewMs);
     this.tokens = new TokenRegistry(
       [
         { id: options.clientId, secret: options.clientSecret, scope: 'reviews' },

@@ -91,6 +91,8 @@ export interface SimulatorOptions {
   updatedDateComparison?: 'gte' | 'gt';
   /** 'always' gzips even when the client did not ask; default 'when-asked'. */
   compression?: 'when-asked' | 'always' | 'never';
+  /** The simulated service's clock minus the real one (ms): its updated_date stamps and Date headers. Default 0. */
+  clockSkewMs?: number;
   /** Initial faults; default none. */
   faults?: Partial<Faults>;
 }

@@ -8,6 +8,7 @@ import { DEFAULT_BACKOFF, backoffDelay, parseRetryAfter, sleep, type BackoffPoli
 import { TokenManager, parseTokenResponse, type GrantedToken } from './tokens.js';
 import { CursorFormatError, createCursorLocator } from './cursor.js';
 import { listingRecords, validateRecords } from './validate.js';
+import { LARGE_OFFSET_MS, UpstreamClock } from './upstream-clock.js';
 import { DEFAULT_RECORD_LIMITS, type RecordLimits } from './bounds.js';
 import { paginate, type FetchedPage } from './pager.js';
 import { linkSignals } from './signals.js';
@@ -142,6 +143,17 @@ export function createUpstreamClient(
     ...(config.ca ? { ca: config.ca } : {}),
   });
   const limiter = new RateLimiter({ ...config.limiter, rps: settings.rateLimitRps, burst: settings.rateLimitBurst });
+  let largeOffset = false;
+  const clock = new UpstreamClock((offsetMs) => {
+    hooks.onClockOffset?.(offsetMs / 1000);
+    const large = Math.abs(offsetMs) > LARGE_OFFSET_MS;
+    if (large !== largeOffset) {
+      largeOffset = large;
+      const seconds = Math.round(offsetMs / 1000);
+      if (large) log.warn({ offsetSeconds: seconds }, "the upstream's clock differs from ours by over a minute");
+      else log.info({ offsetSeconds: seconds }, "the upstream's clock is within a minute of ours again");
+    }
+  });
   const recordLimits: RecordLimits = { ...DEFAULT_RECORD_LIMITS, ...stripUndefined(config.recordLimits ?? {}) };
   const closing = new AbortController();
   let lastSecret: string | null = null;
@@ -228,6 +240,7 @@ export function createUpstreamClient(
     try {
       const res = await http.request(req);
       hooks.onRequest?.(req.endpoint, res.status, (performance.now() - started) / 1000);
+      clock.sample(res.headers.date, sentAtWall, Date.now());
       return { ...res, sentAt, sentAtWall };
     } catch (err) {
       if (err instanceof UpstreamError) hooks.onRequest?.(req.endpoint, 0, (performance.now() - started) / 1000);
@@ -399,6 +412,7 @@ export function createUpstreamClient(
   ): Promise<FetchedPage> {
     let token = '';
     let fetchedAt = 0;
+    let upstreamAt: number | null = null;
     const at = cursor === null ? 'first page' : `cursor '${cursor.slice(0, 64)}'`;
     const describe = `listing reviews (${options.kind} pass, ${at}${limit === settings.pageSize ? '' : `, limit ${limit}`})`;
     const envelope = await withRetries(
@@ -419,6 +433,7 @@ export function createUpstreamClient(
         );
         if (res.status === 202 || res.status < 200 || res.status >= 300) throw statusError('reviews', res, token);
         fetchedAt = res.sentAtWall;
+        upstreamAt = clock.at(res.sentAtWall);
         const json = parseJson(res, 'reviews');
         return { json, records: listingRecords(json) };
       },
@@ -441,10 +456,11 @@ export function createUpstreamClient(
         'records failed validation',
       );
     }
-    return { cursor, nextCursor, reviews, rejects, fetchedAt, recordCount: envelope.records.length };
+    return { cursor, nextCursor, reviews, rejects, fetchedAt, upstreamAt, recordCount: envelope.records.length };
   }
 
   return {
+    upstreamNow: () => clock.at(Date.now()),
     async *pages(options: ListOptions): AsyncGenerator<Page, void, void> {
       const linked = linkSignals(options.signal, closing.signal);
       try {

@@ -19,6 +19,11 @@ export interface Page {
    * fetch time, not the time it gets the page, to know which of two reads of an unchanged updated_date is newer.
    */
   fetchedAt: number;
+  /**
+   * The upstream's own time when the request was sent (ms), estimated from the `Date` headers of its answers; null
+   * when it sends none. Watermarks and caps use it: the bridge's clock must never stand in for the upstream's.
+   */
+  upstreamAt?: number | null;
 }
 
 /** Which kind of pass issues a request; incremental polls get priority in the rate limiter. */
@@ -42,6 +47,8 @@ export interface ReviewSource {
   pages(options: ListOptions): AsyncIterable<Page>;
   /** Fetches (or reuses) a token; throws when the credentials are refused (readiness probe). */
   checkCredentials(): Promise<void>;
+  /** The upstream's time now (ms), estimated from its `Date` headers; null before one was seen (or never sent). */
+  upstreamNow?(): number | null;
   /** Releases the connection pool. */
   close(): Promise<void>;
 }
@@ -64,4 +71,6 @@ export interface UpstreamHooks {
   onPageShrunk?(reason: 'too_large' | 'status_400'): void;
   /** A status value outside the known set was seen (counted, accepted). */
   onUnknownStatus?(field: string): void;
+  /** A new estimate of the upstream's clock minus the bridge's (seconds; positive: the upstream is ahead). */
+  onClockOffset?(seconds: number): void;
 }

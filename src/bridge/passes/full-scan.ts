@@ -17,6 +17,8 @@ export interface FullScanRun {
   readonly type: LongPassType;
   /** Totals so far. */
   readonly summary: PassSummary;
+  /** Whether incremental polls can run alongside (the checkpoint has a watermark: an initial load's first page). */
+  readonly pollable: boolean;
   /** Processes the next page; resolves false when the scan has completed and been committed. */
   step(): Promise<boolean>;
   /** Abandons the scan: closes the page iterator (its abort listeners and prefetch). The checkpoint keeps the cursor. */
@@ -57,6 +59,10 @@ export async function openFullScan(
   const pages: AsyncIterator<Page> = listing[Symbol.asyncIterator]();
   let lastCursorCommit = ctx.clock();
   let closed = false;
+  // The initial load's first page sets the watermark to the upstream's time when it was asked for, so that polls
+  // run during the load: every change made after that moment is at or after the watermark.
+  let watermarkSet = ckpt.watermark !== null;
+  let maxSeen: number | null = null;
   // The snapshot's size estimates the scan's total (none for the initial load of an empty snapshot).
   const estimatedTotal = scan.kind === 'initial' ? null : await pipeline.deps.snapshot.size();
   const progress = () => {
@@ -68,6 +74,9 @@ export async function openFullScan(
   return {
     type: scan.kind,
     summary: run.summary,
+    get pollable() {
+      return watermarkSet;
+    },
     step: async () => {
       const next = await pages.next().catch(async (err: unknown) => {
         // An expired or invalid checkpointed cursor would fail from the same place for ever: the scan starts over.
@@ -87,7 +96,8 @@ export async function openFullScan(
           await run.settle();
           await detectDeletions(pipeline, deletion, epoch, (id) => seen.has(id), scan.startedAt);
         }
-        if (scan.kind === 'initial') update.watermark = scan.startedAt;
+        // An upstream without Date headers gave no time for the first page: the largest updated_date read stands in.
+        if (scan.kind === 'initial' && !watermarkSet) update.watermark = maxSeen ?? 0;
         await run.commit(update);
         if (update.watermark !== undefined) ctx.metrics.setWatermark(update.watermark);
         ctx.metrics.sweepProgress(scan.seen, false);
@@ -105,9 +115,19 @@ export async function openFullScan(
           else complete = false;
         }
       }
+      for (const review of page.reviews) maxSeen = Math.max(maxSeen ?? 0, review.updated_date);
       const due = ctx.clock() - lastCursorCommit >= CURSOR_COMMIT_INTERVAL_MS;
-      const committed = await run.submit(page, { checkpoint: { sweep: { ...scan } }, commitIfUnchanged: due });
+      const checkpoint: CheckpointUpdate = { sweep: { ...scan } };
+      const setsWatermark = scan.kind === 'initial' && !watermarkSet && typeof page.upstreamAt === 'number';
+      if (setsWatermark) checkpoint.watermark = page.upstreamAt!;
+      const committed = await run.submit(page, { checkpoint, commitIfUnchanged: due || setsWatermark });
       if (committed) lastCursorCommit = ctx.clock();
+      if (setsWatermark) {
+        // Committed with this page (the pipeline commits in order): polls may start once it is.
+        await run.settle();
+        watermarkSet = true;
+        ctx.metrics.setWatermark(checkpoint.watermark!);
+      }
       progress();
       return true;
     },

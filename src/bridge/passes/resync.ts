@@ -73,6 +73,8 @@ export async function openResync(
   return {
     type: 'resync',
     summary: run.summary,
+    // A resync runs after the initial load only: polls always can.
+    pollable: true,
     step: async () => {
       const next = wanted && wanted.size === 0 ? null : await pages.next();
       if (!next || next.done) {

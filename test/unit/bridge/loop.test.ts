@@ -5,7 +5,7 @@ import type { FullScanRun, PassRunner } from '../../../src/bridge/passes/index.j
 import type { PassSummary } from '../../../src/bridge/pipeline.js';
 import type { Checkpoint } from '../../../src/redis/snapshot-store.js';
 import { UpstreamError } from '../../../src/upstream/errors.js';
-import type { ResyncRequest } from '../../../src/core/resync-request.js';
+import { newResyncRequest, type ResyncRequest } from '../../../src/core/resync-request.js';
 import { FakeLease, silentLogger, testMetrics } from '../../helpers/fakes.js';
 
 // The loop on fakes: what it runs, in which order, and what it does on failure and stop. Short real intervals keep
@@ -28,6 +28,8 @@ class ScriptedPasses implements PassRunner {
   }
 
   prepared: number[] = [];
+  /** Whether an initial load's first page has set a watermark (polls then run alongside it). */
+  loadPollable = false;
   restoreRequested = false;
 
   async prepare(epoch: number): Promise<boolean> {
@@ -47,7 +49,17 @@ class ScriptedPasses implements PassRunner {
     return r;
   }
 
+  /** Fake time the passes spend (with `time`): per page of a long pass, per poll. */
+  stepCostMs = 0;
+  pollCostMs = 0;
+  time: { now: number } | null = null;
+  readonly pollTimes: number[] = [];
+
   async incremental(): Promise<PassSummary> {
+    if (this.time) {
+      this.pollTimes.push(this.time.now);
+      this.time.now += this.pollCostMs;
+    }
     await new Promise((r) => setImmediate(r));
     this.calls.push('poll');
     if (this.failPoll) throw new UpstreamError('server', 'upstream answered 500 with secret=hunter2');
@@ -70,9 +82,11 @@ class ScriptedPasses implements PassRunner {
     return {
       type,
       summary: summary(),
+      pollable: type !== 'initial' || this.loadPollable,
       step: async () => {
         // A real page involves I/O; yielding here keeps the test's timers running.
         await new Promise((r) => setImmediate(r));
+        if (this.time) this.time.now += this.stepCostMs;
         page += 1;
         if (page === this.failScanAt) {
           this.failScanAt = null;
@@ -130,8 +144,8 @@ function loopOn(
   passes: ScriptedPasses,
   lease = new FakeLease(),
   pollIntervalMs = 10_000,
-  pollMinIntervalMs?: number,
   heartbeatIntervalMs?: number,
+  time?: FakeTime,
 ) {
   const metrics = testMetrics();
   const loop = new BridgeLoop({
@@ -139,9 +153,10 @@ function loopOn(
     lease,
     metrics,
     logger: silentLogger,
+    clock: time?.clock,
+    sleep: time?.sleep,
     timing: {
       pollIntervalMs,
-      pollMinIntervalMs,
       heartbeatIntervalMs,
       sweepIntervalMs: 0,
       leaseTtlMs: 600,
@@ -149,6 +164,16 @@ function loopOn(
     },
   });
   return { loop, lease, metrics };
+}
+
+/** A clock that only moves when the loop sleeps or a fake pass does work. */
+class FakeTime {
+  now = 1_000_000;
+  readonly clock = (): number => this.now;
+  readonly sleep = async (ms: number): Promise<void> => {
+    this.now += ms;
+    await new Promise((r) => setImmediate(r));
+  };
 }
 
 async function until(cond: () => boolean, ms = 3_000): Promise<void> {
@@ -170,25 +195,37 @@ describe('BridgeLoop', () => {
     expect(passes.calls.slice(0, 6)).toEqual(['open initial', 'step 1', 'step 2', 'step 3', 'initial done', 'poll']);
   });
 
-  it('polls at the minimum interval while no sweep runs and falls back to the poll interval during one', async () => {
-    const idle = new ScriptedPasses();
-    const fast = loopOn(idle, new FakeLease(), 10_000, 20);
-    fast.loop.start();
-    await new Promise((r) => setTimeout(r, 400));
-    await fast.loop.stop();
-    expect(idle.calls.filter((c) => c === 'poll').length).toBeGreaterThanOrEqual(5);
-
-    const busy = new ScriptedPasses();
-    busy.sweepRequested = true;
-    busy.scanPages = 1_000_000;
-    const slow = loopOn(busy, new FakeLease(), 10_000, 20);
-    slow.loop.start();
-    await new Promise((r) => setTimeout(r, 400));
-    await slow.loop.stop();
-    // The first poll was scheduled before the sweep opened; after it, the 10 s interval applies.
-    expect(busy.calls.filter((c) => c === 'poll').length).toBeLessThanOrEqual(2);
-    expect(busy.calls.filter((c) => c.startsWith('step')).length).toBeGreaterThan(5);
-  });
+  // The cadence on a fake clock: pages of a long pass take 150 ms, a poll 50 ms, the interval is 1 s. Whatever runs,
+  // each poll starts within one page of its due time, and the long pass goes on in between.
+  for (const phase of ['idle', 'sweep', 'resync', 'initial load'] as const) {
+    it(`keeps the poll interval while ${phase === 'idle' ? 'nothing else' : `a ${phase}`} runs (fake clock)`, async () => {
+      const time = new FakeTime();
+      const passes = new ScriptedPasses();
+      passes.scanPages = 1_000_000;
+      passes.resyncPages = 1_000_000;
+      passes.stepCostMs = 150;
+      passes.pollCostMs = 50;
+      passes.time = time;
+      if (phase === 'sweep') passes.sweepRequested = true;
+      if (phase === 'resync') passes.resyncs.push(newResyncRequest({ kind: 'all' }, 0));
+      if (phase === 'initial load') {
+        passes.ckpt = { ...passes.ckpt, initialDone: false, lastSweepAt: null };
+        passes.loadPollable = true;
+      }
+      const { loop } = loopOn(passes, new FakeLease(), 1_000, undefined, time);
+      loop.start();
+      await until(() => passes.pollTimes.length >= 12);
+      await loop.stop();
+      const gaps = passes.pollTimes.slice(1).map((t, i) => t - passes.pollTimes[i]!);
+      for (const gap of gaps) {
+        expect(gap).toBeGreaterThanOrEqual(1_000);
+        expect(gap).toBeLessThanOrEqual(1_000 + 150);
+      }
+      const steps = passes.calls.filter((c) => c.startsWith('step') || c.startsWith('resync ')).length;
+      if (phase === 'idle') expect(steps).toBe(0);
+      else expect(steps).toBeGreaterThan(40);
+    });
+  }
 
   it('lets a due poll cut in between the pages of a sweep', async () => {
     const passes = new ScriptedPasses();
@@ -297,7 +334,7 @@ describe('BridgeLoop pause and heartbeat', () => {
     const passes = new ScriptedPasses();
     passes.sweepRequested = true;
     passes.scanPages = 1_000_000;
-    const { loop, metrics } = loopOn(passes, new FakeLease(), 10_000, 20);
+    const { loop, metrics } = loopOn(passes, new FakeLease(), 20);
     loop.start();
     await until(() => passes.calls.includes('step 3'));
     passes.pausedAt = Date.now();
@@ -318,7 +355,7 @@ describe('BridgeLoop pause and heartbeat', () => {
     const passes = new ScriptedPasses();
     const lease = new FakeLease();
     lease.epoch = 4;
-    const { loop } = loopOn(passes, lease, 10_000, 20, 50);
+    const { loop } = loopOn(passes, lease, 20, 50);
     loop.start();
     await until(() => passes.heartbeats.length >= 3);
     passes.pausedAt = Date.now();

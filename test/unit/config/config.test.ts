@@ -29,9 +29,10 @@ describe('loadConfig', () => {
     expect(c.account).toBe('default');
     expect(c.upstream.rateLimitRps).toBe(9.6);
     expect(c.upstream.rateLimitBurst).toBe(1.3);
-    expect(c.poll).toMatchObject({ intervalMs: 5_000, minIntervalMs: 1_000 });
-    // A poll interval below the 1 s default caps the minimum too, instead of failing start-up.
-    expect(loadConfig({ ...minimal, POLL_INTERVAL_MS: '500' }).poll.minIntervalMs).toBe(500);
+    // One poll interval, whatever else runs; the deprecated POLL_MIN_INTERVAL_MS stands in only when it is unset.
+    expect(c.poll).toEqual({ intervalMs: 1_000, overlapMs: 300_000 });
+    expect(loadConfig({ ...minimal, POLL_MIN_INTERVAL_MS: '2000' }).poll.intervalMs).toBe(2_000);
+    expect(loadConfig({ ...minimal, POLL_INTERVAL_MS: '500', POLL_MIN_INTERVAL_MS: '2000' }).poll.intervalMs).toBe(500);
     expect(c.upstream.pageSize).toBe(100);
     expect(c.kafka.topics).toEqual({
       created: 'review.created',
@@ -90,7 +91,6 @@ describe('loadConfig', () => {
       'cannot be read',
     ],
     [{ POLL_INTERVAL_MS: '10000', POLL_OVERLAP_MS: '5000' }, 'POLL_OVERLAP_MS', 'POLL_INTERVAL_MS'],
-    [{ POLL_INTERVAL_MS: '2000', POLL_MIN_INTERVAL_MS: '3000' }, 'POLL_MIN_INTERVAL_MS', 'POLL_INTERVAL_MS'],
     [{ KAFKA_TOPIC_UPDATED: 'review.created' }, 'KAFKA_TOPIC_DEAD_LETTER', 'distinct'],
     [{ BRIDGE_ACCOUNT: 'a b' }, 'BRIDGE_ACCOUNT', ''],
     [{ UPSTREAM_MAX_FUTURE_SKEW_MS: '-1' }, 'UPSTREAM_MAX_FUTURE_SKEW_MS', ''],
