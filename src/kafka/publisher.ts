@@ -99,6 +99,10 @@ function kafkaLogger(logger: Logger) {
       // Retries are bounded on purpose (a Kafka outage must fail the pass, not hang it); duplicates that this
       // could cause after a timeout carry the same event id, so the warning kafkajs gives about it is noise here.
       if (message.startsWith('Limiting retries for the idempotent producer')) return;
+      // A transaction's AddPartitionsToTxn meeting the previous one still replicating is retried (patches/):
+      // expected on every cluster of more than one broker, not an error worth a log line each time.
+      const error = typeof extra.error === 'string' ? extra.error : '';
+      if (error.includes('another concurrent operation on the same transaction')) return;
       const child = { component: 'kafkajs', broker: extra.broker, error: extra.error };
       if (level === logLevel.ERROR) logger.error(child, message);
       else if (level === logLevel.WARN) logger.warn(child, message);

@@ -62,7 +62,6 @@ describe('failover: three-broker Kafka', () => {
         KAFKA_TOPIC_STATUS_CHANGED: statusTopic,
         KAFKA_TOPIC_UPDATED: `${id}.updated`,
         KAFKA_TOPIC_DEAD_LETTER: `${id}.dead_letter`,
-        KAFKA_EXACTLY_ONCE: process.env.KC_EOS ?? 'on',
       },
       brokers: cluster.brokers,
       faults,
