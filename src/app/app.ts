@@ -2,13 +2,14 @@ import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
 import { AccountBridge, type AccountOptions } from './account.js';
 import { Allotment } from '../bridge/allotment.js';
-import type { BridgeConfig } from '../config/config.js';
+import { ConfigError, type BridgeConfig } from '../config/config.js';
 import { replicaId } from '../redis/lease.js';
 import type { LoopHealth } from '../bridge/loop.js';
 import { mergedMetrics, type BridgeMetrics } from '../ops/metrics.js';
 import { startOpsServer, type OpsServer, type ReadinessResult } from '../ops/http-server.js';
 import { accountKeys, connectRedis, redisOptions, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
+import { durabilityProblem, replicaReport } from '../redis/durability.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loops, one per
 // account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
@@ -60,6 +61,7 @@ export async function startApp(
   if (!first) throw new Error('startApp: no account to run');
   const several = list.length > 1;
   const redis = connectRedis(first.redis, redisOptions(first.redis), first.redis.password);
+  await checkDurability(redis, list, logger);
 
   const processRegistry = new Registry();
   const replica = replicaId();
@@ -229,4 +231,31 @@ function cache(defaultTtlMs = 5_000) {
     entries.set(name, { at: Date.now(), ok, ttl: ok ? ttlMs : Math.min(ttlMs, 2_000) });
     return ok;
   };
+}
+
+/**
+ * Stops start-up with one line naming REDIS_WAIT_REPLICAS when the primary of an account has fewer replicas than
+ * it asks for (it would wait for ever); a Redis that does not answer yet is not judged (the accounts retry).
+ */
+async function checkDurability(redis: BridgeRedis, configs: readonly BridgeConfig[], logger: Logger): Promise<void> {
+  for (const config of configs) {
+    if (config.redis.waitReplicas === 0) continue;
+    const slotKey = accountKeys(config.redis.keyPrefix, config.account).checkpoint;
+    const report = await Promise.race([
+      replicaReport(redis, slotKey).catch(() => null),
+      new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000).unref()),
+    ]);
+    if (!report) continue;
+    const problem = durabilityProblem(report, config.redis.waitReplicas, config.redis.waitForReplicas === true);
+    if (problem) {
+      await redis.quit().catch(() => undefined);
+      throw new ConfigError('REDIS_WAIT_REPLICAS', problem);
+    }
+    if (report.connected < config.redis.waitReplicas) {
+      logger.warn(
+        { primary: report.primary, connected: report.connected, wanted: config.redis.waitReplicas },
+        'waiting for a Redis replica to acknowledge',
+      );
+    }
+  }
 }

@@ -31,13 +31,18 @@ export interface ChangelogMark {
 
 /** The snapshot operations the pipeline needs (SnapshotStore in production, an in-memory fake in unit tests). */
 export interface SnapshotPort {
-  /** With `epoch`: fails when the account's keys are gone or belong to another epoch (see SnapshotStore.read). */
-  read(ids: readonly number[], epoch?: number): Promise<Map<number, SnapshotEntry>>;
+  /**
+   * With `epoch`: fails when the account's keys are gone or belong to another epoch; with `minTxn`: when Redis
+   * holds fewer changelog transactions than that (a failover lost commits). See SnapshotStore.read.
+   */
+  read(ids: readonly number[], epoch?: number, minTxn?: number): Promise<Map<number, SnapshotEntry>>;
+  /** `expectTxn`: the changelog transaction Redis must hold before this commit (else SnapshotLostError). */
   commit(
     epoch: number,
     entries: ReadonlyArray<[number, SnapshotEntry]>,
     update: CheckpointUpdate,
     mark?: ChangelogMark,
+    expectTxn?: number,
   ): Promise<void>;
   /** With `live` (a leader's read): fails with SnapshotLostError when the account's keys are gone. */
   checkpoint(live?: boolean): Promise<Checkpoint>;
@@ -135,6 +140,8 @@ export class PagePipeline {
   readonly quarantined = new BoundedMap<string, true>(MEMORY_LIMIT);
   /** The checkpoint as Kafka's changelog holds it after the last commit; loaded from Redis when null. */
   private position: ChangelogCheckpoint | null = null;
+  /** The changelog transaction Redis is known to hold (null: not known yet this leadership). */
+  redisTxn: number | null = null;
   /** A commit Kafka has and Redis not yet (its Redis write failed): written before anything else. */
   private pendingRedis: {
     epoch: number;
@@ -154,6 +161,7 @@ export class PagePipeline {
   reset(): void {
     this.position = null;
     this.pendingRedis = null;
+    this.redisTxn = null;
   }
 
   /**
@@ -239,6 +247,7 @@ export class PagePipeline {
       this.deps.snapshot.checkpoint(true),
       this.deps.snapshot.changelogTxn(),
     ]);
+    this.redisTxn = txn;
     return { ...checkpoint, txn, epoch };
   }
 
@@ -249,7 +258,10 @@ export class PagePipeline {
     mark?: ChangelogMark,
   ): Promise<void> {
     const t0 = performance.now();
-    await this.deps.snapshot.commit(epoch, entries, update, mark);
+    // Redis must hold exactly the transactions before this one: a failover that lost some is caught here.
+    const expectTxn = this.redisTxn === null ? undefined : this.redisTxn;
+    await this.deps.snapshot.commit(epoch, entries, update, mark, expectTxn);
+    if (mark) this.redisTxn = mark.txn;
     this.deps.metrics.observeCommit((performance.now() - t0) / 1000);
   }
 
@@ -403,6 +415,7 @@ export class PipelineRun {
     const known = await deps.snapshot.read(
       page.reviews.map((r) => r.id),
       this.epoch,
+      this.pipeline.redisTxn ?? undefined,
     );
     const changes: ReviewChange[] = [];
     const states: ReviewState[] = [];

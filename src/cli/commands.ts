@@ -445,6 +445,11 @@ export async function main(argv: string[]): Promise<void> {
       process.stderr.write(`reviews-bridge ${command}: ${err.message}\n`);
       process.exit(2);
     }
+    // A setting the environment cannot meet (found at start-up, e.g. REDIS_WAIT_REPLICAS): one line, exit 2.
+    if (err instanceof ConfigError) {
+      process.stderr.write(`reviews-bridge: ${err.message}\n`);
+      process.exit(2);
+    }
     throw err;
   }
 }

@@ -206,11 +206,16 @@ export const EnvSchema = z.object({
   REDIS_WAIT_REPLICAS: int(0, 10)
     .optional()
     .describe(
-      'Replicas that must acknowledge (WAIT) each commit and lease change; default 0 with REDIS_URL, 1 with Sentinel or Cluster',
+      'Replicas that must acknowledge (WAIT) each commit and lease change before the bridge builds on it (0: none; a failover that loses commits then costs a restore from Kafka)',
     ),
   REDIS_WAIT_TIMEOUT_MS: int(10, 60_000)
     .default(1_000)
     .describe('How long a commit waits for them (short: the pass is retried)'),
+  REDIS_WAIT_FOR_REPLICAS: bool
+    .default(false)
+    .describe(
+      'Start even when the primary has fewer replicas than REDIS_WAIT_REPLICAS, and wait for them (else start-up stops with one line naming the setting)',
+    ),
   REDIS_USERNAME: optionalText.describe('Redis ACL user (the default user when only a password is set)'),
   REDIS_PASSWORD: optionalText.describe('Redis password (prefer REDIS_PASSWORD_FILE)'),
   REDIS_PASSWORD_FILE: optionalText.describe('File holding the Redis password, re-read at every reconnect'),
@@ -406,6 +411,8 @@ export interface RedisConnection {
   /** Replicas that must acknowledge a commit or a lease change (Redis WAIT); 0 = none. */
   waitReplicas: number;
   waitTimeoutMs: number;
+  /** Start and wait when the topology has fewer replicas than waitReplicas (else stop at start-up). */
+  waitForReplicas?: boolean;
 }
 
 /** Thrown for an invalid or missing setting; the message names the variable and never echoes its value. */
@@ -558,8 +565,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redis: {
       target,
       keyPrefix: e.REDIS_KEY_PREFIX,
-      waitReplicas: e.REDIS_WAIT_REPLICAS ?? (target.kind === 'standalone' ? 0 : 1),
+      // 0 by default on every topology: Redis is a cache of the Kafka changelog, and a failover that loses commits
+      // is caught at the next read or commit and repaired from Kafka (docs/operations.md, Redis durability).
+      waitReplicas: e.REDIS_WAIT_REPLICAS ?? 0,
       waitTimeoutMs: e.REDIS_WAIT_TIMEOUT_MS,
+      waitForReplicas: e.REDIS_WAIT_FOR_REPLICAS,
       username: e.REDIS_USERNAME ?? null,
       password: redisPassword,
       tls: redisTls,

@@ -51,7 +51,7 @@ export class SnapshotStore {
    * got a new lease since) would diff every review as new, so the read fails instead (SnapshotLostError, or
    * FencedError when another epoch holds the account).
    */
-  async read(ids: readonly number[], epoch?: number): Promise<Map<number, SnapshotEntry>> {
+  async read(ids: readonly number[], epoch?: number, minTxn?: number): Promise<Map<number, SnapshotEntry>> {
     const byBucket = new Map<number, number[]>();
     for (const id of ids) {
       const bucket = Math.floor(id / 2 ** BUCKET_BITS);
@@ -65,12 +65,21 @@ export class SnapshotStore {
       pipeline.hmgetBuffer(this.keys.bucket(bucket), ...list.map(fieldOf));
     }
     if (epoch !== undefined) pipeline.get(this.keys.epoch);
+    if (minTxn !== undefined) pipeline.hget(this.keys.checkpoint, 'txn');
     const results = (await pipeline.exec()) ?? [];
     if (epoch !== undefined) {
       const [err, current] = results[order.length] ?? [new Error('missing pipeline result'), null];
       if (err) throw err;
       if (current === null) throw new SnapshotLostError('LOST: the account keys are gone');
       if (current !== String(epoch)) throw new FencedError(`FENCED: epoch ${epoch} superseded by ${String(current)}`);
+    }
+    if (minTxn !== undefined) {
+      const [err, txn] = results[order.length + (epoch !== undefined ? 1 : 0)] ?? [new Error('missing result'), null];
+      if (err) throw err;
+      // Fewer transactions than this process already wrote: a failover lost commits; diffing now would publish
+      // their changes again. The leader restores the missing ones from Kafka first.
+      if (Number(txn ?? 0) < minTxn)
+        throw new SnapshotLostError(`LOST: Redis holds changelog transaction ${txn ?? 0}, at least ${minTxn} expected`);
     }
     const entries = new Map<number, SnapshotEntry>();
     order.forEach(([, list], i) => {
@@ -92,9 +101,11 @@ export class SnapshotStore {
     entries: ReadonlyArray<[number, SnapshotEntry]>,
     update: CheckpointUpdate,
     mark?: CommitMark,
+    expectTxn?: number,
   ): Promise<void> {
     const { bucketKeys, triples } = this.entryArgs(entries);
     const pairs = checkpointPairs(update);
+    if (expectTxn !== undefined) pairs.push('expect_txn', String(expectTxn));
     if (mark) {
       pairs.push('txn', String(mark.txn));
       // One field per partition: a commit that touched some partitions keeps the others' offsets.

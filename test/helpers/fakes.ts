@@ -5,6 +5,7 @@ import { BridgeMetrics } from '../../src/ops/metrics.js';
 import type { PassesSink, PassesSnapshot } from '../../src/bridge/passes/index.js';
 import type { ChangelogBatch, ChangelogOffsets, DeadLetter } from '../../src/kafka/publisher.js';
 import { applyCheckpointUpdate, EMPTY_CHECKPOINT } from '../../src/core/checkpoint.js';
+import { SnapshotLostError } from '../../src/core/errors.js';
 import { checkpointRecord, entryRecord, type ChangelogCheckpoint } from '../../src/core/changelog.js';
 import type { RestoreRecord } from '../../src/bridge/restore.js';
 import type { SnapshotEntry } from '../../src/core/snapshot-entry.js';
@@ -53,8 +54,9 @@ export class FakeSnapshot implements PassesSnapshot {
 
   constructor(private readonly log: string[]) {}
 
-  async read(ids: readonly number[]): Promise<Map<number, SnapshotEntry>> {
+  async read(ids: readonly number[], _epoch?: number, minTxn?: number): Promise<Map<number, SnapshotEntry>> {
     this.log.push(`read ${ids.join(',')}`);
+    if (minTxn !== undefined && (this.txn ?? 0) < minTxn) throw new SnapshotLostError('LOST: behind');
     const out = new Map<number, SnapshotEntry>();
     for (const id of ids) {
       const e = this.entries.get(id);
@@ -68,10 +70,12 @@ export class FakeSnapshot implements PassesSnapshot {
     entries: ReadonlyArray<[number, SnapshotEntry]>,
     update: CheckpointUpdate,
     mark?: { txn: number; offsets: Record<number, number> },
+    expectTxn?: number,
   ) {
     const g = this.commitGate;
     this.commitGate = null;
     if (g) await g.promise;
+    if (expectTxn !== undefined && (this.txn ?? 0) !== expectTxn) throw new SnapshotLostError('LOST: behind');
     this.log.push(`commit ${entries.map(([id]) => id).join(',')}${update.sweep !== undefined ? ' +sweep' : ''}`);
     for (const [id, e] of entries) this.entries.set(id, e);
     this.ckpt = applyCheckpointUpdate(this.ckpt, update);

@@ -154,8 +154,14 @@ export class RedisTopology {
   get env(): Record<string, string> {
     const list = (from: number, n: number) => Array.from({ length: n }, (_, i) => `127.0.0.1:${from + i}`).join(',');
     return this.kind === 'sentinel'
-      ? { REDIS_URL: '', REDIS_SENTINELS: list(this.base + 2, 3), REDIS_SENTINEL_NAME: 'bridge' }
-      : { REDIS_URL: '', REDIS_CLUSTER_NODES: list(this.base, 6) };
+      ? // The failover tests check that replica-confirmed commits never go back: they ask for one replica.
+        {
+          REDIS_URL: '',
+          REDIS_SENTINELS: list(this.base + 2, 3),
+          REDIS_SENTINEL_NAME: 'bridge',
+          REDIS_WAIT_REPLICAS: '1',
+        }
+      : { REDIS_URL: '', REDIS_CLUSTER_NODES: list(this.base, 6), REDIS_WAIT_REPLICAS: '1' };
   }
 
   get address(): RedisTarget {

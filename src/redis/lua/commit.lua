@@ -3,7 +3,9 @@
 -- KEYS[1] epoch counter, KEYS[2] checkpoint hash, KEYS[3] entry count, KEYS[4..] snapshot buckets
 -- ARGV[1] epoch, ARGV[2] number of checkpoint pairs N, then N (field, value) pairs, then
 -- (bucket index into KEYS from 4, field, value) triples for the entries.
--- Checkpoint rules: an empty value deletes the field; 'watermark' only ever grows.
+-- Checkpoint rules: an empty value deletes the field; 'watermark' only ever grows; the pseudo-field
+-- 'expect_txn' is not written but checked first: the checkpoint's changelog transaction must be that one, or Redis
+-- lost commits (a failover to a replica that had not received them) and must be brought up to Kafka first.
 local current = redis.call('GET', KEYS[1])
 if not current then
   -- The epoch counter only vanishes with the account's keys (a flush, an empty replica): restore from Kafka.
@@ -15,6 +17,14 @@ end
 
 local pairs_count = tonumber(ARGV[2])
 local first_entry = 3 + pairs_count * 2
+for i = 3, first_entry - 1, 2 do
+  if ARGV[i] == 'expect_txn' then
+    local txn = redis.call('HGET', KEYS[2], 'txn') or '0'
+    if txn ~= ARGV[i + 1] then
+      return redis.error_reply('LOST: Redis holds changelog transaction ' .. txn .. ', expected ' .. ARGV[i + 1])
+    end
+  end
+end
 local added = 0
 for i = first_entry, #ARGV, 3 do
   local key = KEYS[3 + tonumber(ARGV[i])]
@@ -26,7 +36,9 @@ end
 
 for i = 3, first_entry - 1, 2 do
   local field, value = ARGV[i], ARGV[i + 1]
-  if value == '' then
+  if field == 'expect_txn' then
+    -- checked above
+  elseif value == '' then
     redis.call('HDEL', KEYS[2], field)
   elseif field == 'watermark' then
     local old = tonumber(redis.call('HGET', KEYS[2], field) or '-1')
