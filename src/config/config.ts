@@ -202,7 +202,7 @@ export const EnvSchema = z.object({
     'Redis Cluster seed nodes host:port,...; one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
   ),
   // Replica acknowledgements (WAIT) every commit and lease change needs before the bridge goes on; unset: 0 for a
-  // single Redis, 1 for Sentinel and Cluster (see "What a Redis failover may cost" in the README).
+  // single Redis, 1 for Sentinel and Cluster (see "What a Redis failover may cost" in docs/operations.md).
   REDIS_WAIT_REPLICAS: int(0, 10)
     .optional()
     .describe(
@@ -484,7 +484,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError('REDIS_URL', 'must be rediss:// when REDIS_TLS_* files are set');
   }
   const redisPassword = secret(env, 'REDIS_PASSWORD', false);
-  // A name may carry {account}: a topic per account (see "Accounts and topics" in the README).
+  // A name may carry {account}: a topic per account (see "Accounts and topics" in docs/operations.md).
   const topic = (setting: keyof Env & `KAFKA_TOPIC_${string}`): string => {
     const name = String(e[setting]).replaceAll('{account}', e.BRIDGE_ACCOUNT);
     if (!/^[A-Za-z0-9._-]{1,249}$/.test(name)) {
