@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { GENERATED_DOCS } from '../../../scripts/gen-docs.js';
+import { EnvSchema } from '../../../src/config/config.js';
 import { undescribedSettings } from '../../../src/config/reference.js';
 
 // The docs a newcomer reads: a README of at most 200 lines, reference pages generated from the code and current,
@@ -95,5 +96,25 @@ describe('docs', () => {
     }
     expect(named).toBeGreaterThan(20);
     expect(missing).toEqual([]);
+  });
+
+  it('names only settings that exist (or variables the scripts and tests read)', () => {
+    const settings = new Set(Object.keys(EnvSchema.shape));
+    // Variables of the scripts, tests and benchmarks (KAFKA_VERSION, TEST_KAFKA_COMPAT, ...) are not settings.
+    const tooling = ['scripts', 'test/helpers', 'bench']
+      .flatMap((dir) => readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' }).map((f) => join(dir, f)))
+      .filter((f) => /\.(sh|ts)$/.test(f))
+      .map((f) => readFileSync(join(ROOT, f), 'utf8'))
+      .join('\n');
+    const prefix =
+      /^(BRIDGE|UPSTREAM|KAFKA|REDIS|POLL|SWEEP|INITIAL|DELETE|HEARTBEAT|LEASE|EVENT|DEAD_LETTER|FINGERPRINT|HTTP|LOG|SHUTDOWN)_/;
+    const unknown: string[] = [];
+    for (const file of markdownFiles('.')) {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      for (const [, name] of text.matchAll(/`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?:=[^`]*)?`/g)) {
+        if (prefix.test(name!) && !settings.has(name!) && !tooling.includes(name!)) unknown.push(`${file}: ${name}`);
+      }
+    }
+    expect(unknown).toEqual([]);
   });
 });
