@@ -65,7 +65,7 @@ export const EnvSchema = z.object({
     .max(1000)
     .default(1.3)
     .describe('Token-bucket size; below 11 − rate, so no 1-second window exceeds 10 requests'),
-  UPSTREAM_PAGE_SIZE: int(1, 100).default(100).describe('limit per call (1–100)'),
+  UPSTREAM_PAGE_SIZE: int(1, 100).default(100).describe("Reviews asked for per page (the listing's limit parameter)"),
   UPSTREAM_CURSOR_PATH: optionalText.describe('Dotted path of the next-page cursor in the response'),
   UPSTREAM_UPDATED_DATE_UNIT: z
     .enum(['ms', 's'])
@@ -95,7 +95,7 @@ export const EnvSchema = z.object({
   HTTPS_PROXY: optionalText.describe('Proxy for https upstream requests (CONNECT); lower case accepted'),
   HTTP_PROXY: optionalText.describe('Proxy for http upstream requests; lower case accepted'),
   NO_PROXY: optionalText.describe('Hosts that go direct, comma-separated; lower case accepted'),
-  KAFKA_BROKERS: hostPorts.describe('host:port,'),
+  KAFKA_BROKERS: hostPorts.describe('Kafka bootstrap brokers, host:port,... (comma-separated)'),
   KAFKA_CLIENT_ID: z
     .string()
     .min(1)
@@ -202,7 +202,7 @@ export const EnvSchema = z.object({
     'Redis Cluster seed nodes host:port,...; one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
   ),
   // Replica acknowledgements (WAIT) every commit and lease change needs before the bridge goes on; unset: 0 for a
-  // single Redis, 1 for Sentinel and Cluster (see "What a Redis failover may cost" in the README).
+  // single Redis, 1 for Sentinel and Cluster (see "What a Redis failover may cost" in docs/operations.md).
   REDIS_WAIT_REPLICAS: int(0, 10)
     .optional()
     .describe(
@@ -226,7 +226,7 @@ export const EnvSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_.:-]{1,32}$/)
     .default('rb')
-    .describe('Key prefix'),
+    .describe('Prefix of every Redis key the bridge writes (several deployments may share one Redis)'),
   POLL_INTERVAL_MS: int(100, 3_600_000)
     .default(1_000)
     .describe(
@@ -260,13 +260,13 @@ export const EnvSchema = z.object({
   HEARTBEAT_INTERVAL_MS: int(1_000, 86_400_000)
     .default(60_000)
     .describe('How often the leader publishes review.heartbeat'),
-  EVENT_SOURCE: optionalText.describe('CloudEvents source'),
+  EVENT_SOURCE: optionalText.describe('CloudEvents source of the events (default urn:reviews-bridge:<account>)'),
   HTTP_HOST: z.string().min(1).default('0.0.0.0').describe('Address of the ops server (/metrics, /healthz, /readyz)'),
   HTTP_PORT: int(0, 65_535).default(9464).describe('Port of the ops server (0: any free port)'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')
-    .describe('pino level'),
+    .describe('Log level (pino): the least severe level written'),
   LEASE_TTL_MS: int(1_000, 600_000).default(15_000).describe('Leadership lease; standbys take over within it'),
   // Personal data (src/core/field-policy.ts): dotted paths, comma-separated; EVENT_FIELDS_MASK entries are path[:N].
   EVENT_FIELDS_INCLUDE: optionalText.describe(
@@ -491,7 +491,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError('REDIS_URL', 'must be rediss:// when REDIS_TLS_* files are set');
   }
   const redisPassword = secret(env, 'REDIS_PASSWORD', false);
-  // A name may carry {account}: a topic per account (see "Accounts and topics" in the README).
+  // A name may carry {account}: a topic per account (see "Accounts and topics" in docs/operations.md).
   const topic = (setting: keyof Env & `KAFKA_TOPIC_${string}`): string => {
     const name = String(e[setting]).replaceAll('{account}', e.BRIDGE_ACCOUNT);
     if (!/^[A-Za-z0-9._-]{1,249}$/.test(name)) {

@@ -56,14 +56,17 @@ function allowed(p: JsonProperty): string {
 
 const cell = (text: string): string => text.replaceAll('|', '\\|');
 
+/** An object schema of settings, as EnvSchema is (a parameter so tests can render a schema of their own). */
+export type SettingsSchema = z.ZodObject<Record<string, z.ZodType>>;
+
 /** The configuration reference as Markdown. */
-export function renderConfigReference(): string {
-  const json = z.toJSONSchema(EnvSchema, { io: 'input', unrepresentable: 'any' }) as {
+export function renderConfigReference(schema: SettingsSchema = EnvSchema): string {
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as {
     properties: Record<string, JsonProperty>;
     required?: string[];
   };
   const required = new Set(json.required ?? []);
-  const names = Object.keys(EnvSchema.shape) as Array<keyof typeof EnvSchema.shape>;
+  const names = Object.keys(schema.shape);
   const lines = [
     '# Configuration reference',
     '',
@@ -80,12 +83,12 @@ export function renderConfigReference(): string {
     lines.push('', `## ${title}`, '', '| Setting | Default | Allowed | Description |', '| --- | --- | --- | --- |');
     for (const name of group) {
       done.add(name);
-      const schema = EnvSchema.shape[name] as z.ZodType;
-      const value = defaultOf(schema);
+      const setting = schema.shape[name]!;
+      const value = defaultOf(setting);
       const fallback = required.has(name) ? 'required' : 'unset';
       const shown = value === undefined ? fallback : `\`${String(value)}\``;
       const property = json.properties[name] ?? {};
-      const description = schema.description ?? '';
+      const description = setting.description ?? '';
       lines.push(`| \`${name}\` | ${cell(shown)} | ${cell(allowed(property))} | ${cell(description)} |`);
     }
   }
@@ -93,8 +96,8 @@ export function renderConfigReference(): string {
 }
 
 /** Settings of EnvSchema without a description (the reference test requires none). */
-export function undescribedSettings(): string[] {
-  return Object.entries(EnvSchema.shape)
-    .filter(([, schema]) => !(schema as z.ZodType).description)
+export function undescribedSettings(schema: SettingsSchema = EnvSchema): string[] {
+  return Object.entries(schema.shape)
+    .filter(([, setting]) => !setting.description)
     .map(([name]) => name);
 }
