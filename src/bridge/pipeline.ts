@@ -181,7 +181,8 @@ export class PagePipeline {
     const position = (this.position ??= await this.loadPosition(epoch));
     const next = applyCheckpointUpdate(position, update);
     const empty = events.length === 0 && deadLetters.length === 0 && states.length === 0 && entries.length === 0;
-    if (empty && !unit.durable) {
+    // A checkpoint-only unit reaches Kafka only when it moves what a restore needs (not an idle poll's clock).
+    if (empty && !(unit.durable && movesCheckpoint(position, next))) {
       if (!unit.force && Object.keys(update).length === 0) return;
       await this.write(epoch, [], update);
       this.position = next;
@@ -564,6 +565,16 @@ export class PipelineRun {
       }
     }
   }
+}
+
+/** Whether a checkpoint change matters to a restore: anything but the time of the last poll. */
+function movesCheckpoint(before: Checkpoint, after: Checkpoint): boolean {
+  return (
+    before.watermark !== after.watermark ||
+    before.initialDone !== after.initialDone ||
+    before.lastSweepAt !== after.lastSweepAt ||
+    JSON.stringify(before.sweep) !== JSON.stringify(after.sweep)
+  );
 }
 
 /** A Map that forgets its oldest keys beyond a size limit (insertion order). */
