@@ -5,7 +5,9 @@
 #
 # Usage: npm run demo            (DEMO_SECONDS=60 DEMO_REVIEWS=5000 by default)
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOG_NAME=demo
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 DEMO_SECONDS="${DEMO_SECONDS:-60}"
 DEMO_REVIEWS="${DEMO_REVIEWS:-5000}"

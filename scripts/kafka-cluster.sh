@@ -12,27 +12,18 @@
 #   start-member N [BASE]   start member N again (after kill/stop-member) and wait until all three serve
 #   status       [BASE]     exit 0 when all three members run
 # The env file .run/kafka-cluster-BASE.env exports KAFKA_BROKERS (the three addresses) and KAFKA_CLUSTER_BASE.
-# Environment: KAFKA_HEAP_OPTS (default -Xms128m -Xmx384m per member), KAFKA_READY_TIMEOUT (seconds, default 120).
+# Environment: KAFKA_HEAP_OPTS (default -Xms128m -Xmx384m per member), KAFKA_READY_TIMEOUT (seconds, default 120);
+# KAFKA_VERSION as for scripts/kafka.sh (default the pinned 4.x; KAFKA_VERSION=3.9.2 runs a 3.9 cluster).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOG_NAME=kafka-cluster
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 KAFKA="$ROOT/scripts/kafka.sh"
 DEFAULT_BASE=39292
 SIZE=3
 export KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms128m -Xmx384m}"
 READY_TIMEOUT="${KAFKA_READY_TIMEOUT:-120}"
-
-log() { printf 'kafka-cluster: %s\n' "$*" >&2; }
-die() {
-  printf 'kafka-cluster: ERROR: %s\n' "$*" >&2
-  exit 1
-}
-
-base_arg() {
-  local base="${1:-$DEFAULT_BASE}"
-  [[ "$base" =~ ^[0-9]+$ && "$base" -ge 1024 && "$base" -le 65500 ]] || die "invalid base port '$base'"
-  echo "$base"
-}
 
 member_arg() {
   [[ "${1:-}" =~ ^[1-3]$ ]] || die "member must be 1, 2 or 3, not '${1:-}'"
@@ -110,19 +101,12 @@ status() {
 
 verb="${1:-}"
 shift || true
-clean=no
-args=()
-for a in "$@"; do
-  case "$a" in
-    --clean) clean=yes ;;
-    *) args+=("$a") ;;
-  esac
-done
-set -- "${args[@]+"${args[@]}"}"
+parse_clean "$@"
+set -- "${ARGS[@]+"${ARGS[@]}"}"
 
 case "$verb" in
   start) start "${1:-}" ;;
-  stop) stop "$(base_arg "${1:-}")" "$clean" ;;
+  stop) stop "$(base_arg "${1:-}")" "$CLEAN" ;;
   kill) member kill "$(base_arg "${2:-}")" "$(member_arg "${1:-}")" ;;
   stop-member) member stop "$(base_arg "${2:-}")" "$(member_arg "${1:-}")" ;;
   start-member)
@@ -130,8 +114,5 @@ case "$verb" in
     wait_ready "$(base_arg "${2:-}")"
     ;;
   status) status "$(base_arg "${1:-}")" ;;
-  *)
-    sed -n '2,/^set -euo/{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-    ;;
+  *) usage ;;
 esac

@@ -23,32 +23,16 @@
 # KAFKA_READY=no (start without waiting: one member of a quorum cannot serve alone).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOG_NAME=kafka DEFAULT_PORT=39092
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # KAFKA_VERSION selects the broker: 3.x brokers log through log4j 1 and have their own manifest.
 if [[ -z "${KAFKA_POM:-}" && "${KAFKA_VERSION:-}" == 3.* ]]; then POM="$ROOT/scripts/kafka/pom-3.x.xml"; else POM="${KAFKA_POM:-$ROOT/scripts/kafka/pom.xml}"; fi
 KAFKA_VERSION="${KAFKA_VERSION:-$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM")}"
 CACHE_DIR="$ROOT/.cache/kafka/$KAFKA_VERSION"
 LIBS="$CACHE_DIR/libs"
 M2_REPO="$ROOT/.cache/m2"
-DEFAULT_PORT=39092
 READY_TIMEOUT="${KAFKA_READY_TIMEOUT:-90}"
-
-log() { printf 'kafka: %s\n' "$*" >&2; }
-die() {
-  printf 'kafka: ERROR: %s\n' "$*" >&2
-  exit 1
-}
-
-# The project's machines have Java 17 and Maven; a bare Debian gets them from apt.
-ensure_tool() {
-  local tool="$1" package="$2"
-  command -v "$tool" >/dev/null && return 0
-  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then die "$tool not found (install $package)"; fi
-  log "$tool not found; installing Debian's $package"
-  export DEBIAN_FRONTEND=noninteractive
-  { apt-get update -qq && apt-get install -y -qq "$package"; } >&2 || die "apt-get install $package failed"
-  command -v "$tool" >/dev/null || die "$tool still not found after installing $package"
-}
 
 # The pom's checksum marks a complete fetch, so an interrupted copy or a changed pom fetches again.
 pom_stamp() { { cat "$POM"; echo "$KAFKA_VERSION"; } | sha256sum | cut -d' ' -f1; }
@@ -75,29 +59,8 @@ fetch() {
   log "fetched $(find "$LIBS" -name '*.jar' | wc -l) jars"
 }
 
-port_arg() {
-  local port="${1:-$DEFAULT_PORT}"
-  [[ "$port" =~ ^[0-9]+$ && "$port" -ge 1 && "$port" -le 65535 ]] || die "invalid port '$port'"
-  echo "$port"
-}
-
-# True when something accepts TCP connections on 127.0.0.1:$1.
-port_listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
-
 # Prints the pid when the pid file names a live broker of this run dir (guards against a recycled pid).
-running_pid() {
-  local run="$1" pid
-  [[ -f "$run/kafka.pid" ]] || return 1
-  pid="$(cat "$run/kafka.pid")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$run/server.properties" || return 1
-  echo "$pid"
-}
-
-who_listens() { ss -ltnpH "sport = :$1" 2>/dev/null | sed -n 's/.*users:(("\([^"]*\)",pid=\([0-9]*\).*/\1 (pid \2)/p' | head -1; }
+running_pid() { pid_of "$1/kafka.pid" "$1/server.properties"; }
 
 write_config() {
   local run="$1" port="$2" cport="$3"
@@ -269,19 +232,8 @@ stop() {
   port="$(port_arg "${1:-}")"
   run="$ROOT/.run/kafka-$port"
   if pid="$(running_pid "$run")"; then
-    if [[ "$signal" == KILL ]]; then
-      log "killing pid $pid (SIGKILL)"
-      kill -KILL "$pid" 2>/dev/null || true
-    else
-      log "stopping pid $pid (port $port)"
-      kill -TERM "$pid" 2>/dev/null || true
-    fi
-    for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "pid $pid still alive after 60 s, sending SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    fi
+    log "stopping pid $pid (port $port, SIG$signal)"
+    stop_pid "$pid" "$signal" 60
     log "stopped (port $port)"
   else
     log "not running on port $port"
@@ -307,21 +259,14 @@ status() {
 
 verb="${1:-}"
 shift || true
-clean=no
-args=()
-for a in "$@"; do
-  case "$a" in
-    --clean) clean=yes ;;
-    *) args+=("$a") ;;
-  esac
-done
-set -- "${args[@]+"${args[@]}"}"
+parse_clean "$@"
+set -- "${ARGS[@]+"${ARGS[@]}"}"
 
 case "$verb" in
   fetch) fetch ;;
   start) start "${1:-}" ;;
-  stop) stop "${1:-}" "$clean" ;;
-  kill) stop "${1:-}" "$clean" KILL ;;
+  stop) stop "${1:-}" "$CLEAN" ;;
+  kill) stop "${1:-}" "$CLEAN" KILL ;;
   restart)
     stop "${1:-}" no
     start "${1:-}"
@@ -329,8 +274,5 @@ case "$verb" in
   clean) stop "${1:-}" yes ;;
   status) status "${1:-}" ;;
   logs) tail -n 100 "$ROOT/.run/kafka-$(port_arg "${1:-}")/logs/server.log" ;;
-  *)
-    sed -n '2,/^set -euo/{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-    ;;
+  *) usage ;;
 esac

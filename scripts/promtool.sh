@@ -10,14 +10,10 @@
 # (no apt lists, not root) it falls back to `apt-get install -y prometheus`.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOG_NAME=promtool.sh
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CACHE="$ROOT/.cache/promtool"
-
-log() { printf 'promtool.sh: %s\n' "$*" >&2; }
-die() {
-  printf 'promtool.sh: ERROR: %s\n' "$*" >&2
-  exit 1
-}
 
 find_promtool() {
   if [[ -n "${PROMTOOL:-}" ]]; then

@@ -18,14 +18,10 @@
 # Data nodes keep an append-only file (fsync every second), as production would.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOG_NAME=redis-topology
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MASTER_NAME=bridge
-
-log() { printf 'redis-%s: %s\n' "${KIND:-topology}" "$*" >&2; }
-die() {
-  printf 'redis-%s: ERROR: %s\n' "${KIND:-topology}" "$*" >&2
-  exit 1
-}
 
 # The redis-sentinel and redis-tools packages come with redis-server on Debian but are separate packages.
 ensure_installed() {
@@ -33,33 +29,15 @@ ensure_installed() {
   for tool in redis-server:redis-server redis-cli:redis-tools redis-sentinel:redis-sentinel; do
     package="${tool#*:}"
     tool="${tool%%:*}"
-    command -v "$tool" >/dev/null && continue
-    log "$tool not found; installing Debian's $package"
-    [[ "$(id -u)" == 0 ]] || die "$tool is missing and installing it needs root (apt-get install -y $package)"
-    export DEBIAN_FRONTEND=noninteractive
-    { apt-get update -qq && apt-get install -y -qq "$package"; } >&2 || die "apt-get install $package failed"
-    command -v "$tool" >/dev/null || die "$tool still not found after installing $package"
+    ensure_tool "$tool" "$package"
   done
 }
 
-base_arg() {
-  local default="$1" base="${2:-$1}"
-  [[ "$base" =~ ^[0-9]+$ && "$base" -ge 1024 && "$base" -le 65500 ]] || die "invalid base port '$base'"
-  echo "$base"
-}
-
-port_listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 cli() { redis-cli -h 127.0.0.1 -p "$1" "${@:2}"; }
+pong() { [[ "$(cli "$1" PING 2>/dev/null)" == PONG ]]; }
 
 # Prints the pid when the member's pid file names a live redis process (guards against a recycled pid).
-running_pid() {
-  local dir="$1" port="$2" pid
-  [[ -f "$dir/redis.pid" ]] || return 1
-  pid="$(cat "$dir/redis.pid")"
-  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "redis-.*:$port" || return 1
-  echo "$pid"
-}
+running_pid() { pid_of "$1/redis.pid" "redis-.*:$2"; }
 
 run_dir() { echo "$ROOT/.run/redis-$KIND-$BASE"; }
 env_file() { echo "$ROOT/.run/redis-$KIND-$BASE.env"; }
@@ -106,10 +84,7 @@ start_member() {
   port_listening "$port" && die "port $port is already in use by something else"
   [[ -f "$dir/redis.conf" ]] || die "no member on port $port in $(run_dir) (start the topology first)"
   if is_sentinel "$port"; then redis-sentinel "$dir/redis.conf"; else redis-server "$dir/redis.conf"; fi
-  for _ in $(seq 100); do
-    [[ "$(cli "$port" PING 2>/dev/null)" == PONG ]] && return 0
-    sleep 0.1
-  done
+  wait_until 100 pong "$port" && return 0
   tail -n 20 "$dir/redis.log" >&2 || true
   die "member $port did not answer PING within 10 s"
 }
@@ -118,20 +93,7 @@ stop_member() {
   local port="$1" signal="${2:-TERM}" dir pid
   dir="$(run_dir)/$port"
   pid="$(running_pid "$dir" "$port")" || return 0
-  kill "-$signal" "$pid" 2>/dev/null || true
-  for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-  log "pid $pid still alive after 20 s, sending SIGKILL"
-  kill -KILL "$pid" 2>/dev/null || true
-}
-
-wait_until() {
-  local what="$1" tries="$2"
-  shift 2
-  for _ in $(seq "$tries"); do
-    "$@" && return 0
-    sleep 0.2
-  done
-  die "timed out waiting for $what"
+  stop_pid "$pid" "$signal" 20
 }
 
 sentinel_ready() {
@@ -174,7 +136,7 @@ start() {
   trap '[[ -f "$(env_file)" ]] || stop' EXIT
   for port in $(members); do start_member "$port"; done
   if [[ "$KIND" == sentinel ]]; then
-    wait_until "the replica and a sentinel quorum" 150 sentinel_ready
+    wait_until 300 sentinel_ready || die "timed out waiting for the replica and a sentinel quorum"
     addresses=("127.0.0.1:$((BASE + 2))" "127.0.0.1:$((BASE + 3))" "127.0.0.1:$((BASE + 4))")
     printf 'export REDIS_SENTINELS=%s\nexport REDIS_SENTINEL_NAME=%s\n' \
       "$(IFS=,; echo "${addresses[*]}")" "$MASTER_NAME" >"$(env_file)"
@@ -184,7 +146,7 @@ start() {
       redis-cli --cluster create "${addresses[@]}" --cluster-replicas 1 --cluster-yes >"$(run_dir)/create.out" 2>&1 ||
         { cat "$(run_dir)/create.out" >&2; die "redis-cli --cluster create failed"; }
     fi
-    wait_until "cluster_state:ok on every node" 150 cluster_ready
+    wait_until 300 cluster_ready || die "timed out waiting for cluster_state:ok on every node"
     addresses=()
     for port in $(members); do addresses+=("127.0.0.1:$port"); done
     printf 'export REDIS_CLUSTER_NODES=%s\n' "$(IFS=,; echo "${addresses[*]}")" >"$(env_file)"
@@ -223,22 +185,17 @@ member_port() {
 }
 
 KIND="${1:-}"
+LOG_NAME="redis-${KIND:-topology}"
 VERB="${2:-}"
 case "$KIND" in
   sentinel) DEFAULT_BASE=36500 ;;
   cluster) DEFAULT_BASE=36600 ;;
-  *)
-    sed -n '2,/^set -euo/{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-    ;;
+  *) usage ;;
 esac
 case "$VERB" in
-  start | stop | status) BASE="$(base_arg "$DEFAULT_BASE" "${3:-}")" ;;
-  kill | start-member) BASE="$(base_arg "$DEFAULT_BASE" "${4:-}")" ;;
-  *)
-    sed -n '2,/^set -euo/{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-    ;;
+  start | stop | status) BASE="$(base_arg "${3:-}")" ;;
+  kill | start-member) BASE="$(base_arg "${4:-}")" ;;
+  *) usage ;;
 esac
 case "$VERB" in
   start) start ;;

@@ -9,22 +9,9 @@
 # Everything of one server lives in .run/redis-<PORT>/ (redis.pid, redis.log).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DEFAULT_PORT=36379
-
-log() { printf 'redis: %s\n' "$*" >&2; }
-die() {
-  printf 'redis: ERROR: %s\n' "$*" >&2
-  exit 1
-}
-
-port_arg() {
-  local port="${1:-$DEFAULT_PORT}"
-  [[ "$port" =~ ^[0-9]+$ && "$port" -ge 1 && "$port" -le 65535 ]] || die "invalid port '$port'"
-  echo "$port"
-}
-
-port_listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+LOG_NAME=redis DEFAULT_PORT=36379
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # PING over bash's /dev/tcp, so readiness does not depend on redis-cli being installed.
 ping_ok() {
@@ -37,25 +24,9 @@ ping_ok() {
 }
 
 # Prints the pid when the pid file names a live redis-server on this port (guards against a recycled pid).
-running_pid() {
-  local run="$1" port="$2" pid
-  [[ -f "$run/redis.pid" ]] || return 1
-  pid="$(cat "$run/redis.pid")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "redis-server.*:$port" || return 1
-  echo "$pid"
-}
+running_pid() { pid_of "$1/redis.pid" "redis-server.*:$2"; }
 
-ensure_installed() {
-  command -v redis-server >/dev/null && return 0
-  log "redis-server not found; installing Debian's redis-server"
-  [[ "$(id -u)" == 0 ]] || die "redis-server is missing and installing it needs root (apt-get install -y redis-server)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2 || die "apt-get update failed"
-  apt-get install -y -qq redis-server >&2 || die "apt-get install redis-server failed"
-  command -v redis-server >/dev/null || die "redis-server still not found after installing it"
-}
+ensure_installed() { ensure_tool redis-server redis-server; }
 
 start() {
   local port run pid
@@ -74,14 +45,11 @@ start() {
   redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --dir "$run" \
     --pidfile "$run/redis.pid" --logfile "$run/redis.log" --save "" --appendonly no ||
     die "redis-server failed to start (see $run/redis.log)"
-  for _ in $(seq 100); do
-    if ping_ok "$port"; then
-      pid="$(running_pid "$run" "$port")" || die "redis answers on $port but its pid file is missing"
-      log "ready on redis://127.0.0.1:$port (pid $pid)"
-      return 0
-    fi
-    sleep 0.1
-  done
+  if wait_until 100 ping_ok "$port"; then
+    pid="$(running_pid "$run" "$port")" || die "redis answers on $port but its pid file is missing"
+    log "ready on redis://127.0.0.1:$port (pid $pid)"
+    return 0
+  fi
   tail -n 20 "$run/redis.log" >&2 2>/dev/null || true
   die "redis on port $port did not answer PING within 10 s"
 }
@@ -92,12 +60,7 @@ stop() {
   run="$ROOT/.run/redis-$port"
   if pid="$(running_pid "$run" "$port")"; then
     log "stopping pid $pid (port $port, SIG$signal)"
-    kill "-$signal" "$pid" 2>/dev/null || true
-    for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "pid $pid still alive after 20 s, sending SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
+    stop_pid "$pid" "$signal" 20
     log "stopped (port $port)"
   else
     log "not running on port $port"
@@ -123,8 +86,5 @@ case "${1:-}" in
   stop) stop "${2:-}" ;;
   kill) stop "${2:-}" KILL ;;
   status) status "${2:-}" ;;
-  *)
-    sed -n '2,/^set -euo/{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-    ;;
+  *) usage ;;
 esac

@@ -11,13 +11,13 @@
 # long-lived services and scripts/test.sh) keep separate records of what each of them started.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOG_NAME=services
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ENV_FILE="${SERVICES_ENV_FILE:-$ROOT/.run/services.env}"
 OWNED_FILE="${ENV_FILE%.env}.owned"
 KAFKA_PORT="${KAFKA_PORT:-39092}"
 REDIS_PORT="${REDIS_PORT:-36379}"
-
-log() { printf 'services: %s\n' "$*" >&2; }
 
 started_now=()
 rollback() {
@@ -38,6 +38,19 @@ stop_entry() {
   esac
 }
 
+# Starts scripts/KIND.sh on PORT; records it as started by this call unless it was running already (then it is
+# reused and left running by down).
+start_owned() {
+  local kind="$1" port="$2"
+  if ! bash "$ROOT/scripts/$kind.sh" status "$port" >/dev/null; then
+    started_now+=("$kind $port")
+    echo "$kind $port" >>"$OWNED_FILE"
+  else
+    log "$kind: reusing the one already running on port $port"
+  fi
+  bash "$ROOT/scripts/$kind.sh" start "$port"
+}
+
 up() {
   mkdir -p "$(dirname "$ENV_FILE")"
   touch "$OWNED_FILE"
@@ -47,26 +60,14 @@ up() {
     brokers="$KAFKA_BROKERS"
     log "Kafka: using KAFKA_BROKERS=$brokers"
   else
-    if ! bash "$ROOT/scripts/kafka.sh" status "$KAFKA_PORT" >/dev/null; then
-      started_now+=("kafka $KAFKA_PORT")
-      echo "kafka $KAFKA_PORT" >>"$OWNED_FILE"
-    else
-      log "Kafka: reusing the broker already running on port $KAFKA_PORT"
-    fi
-    bash "$ROOT/scripts/kafka.sh" start "$KAFKA_PORT"
+    start_owned kafka "$KAFKA_PORT"
     brokers="127.0.0.1:$KAFKA_PORT"
   fi
   if [[ -n "${REDIS_URL:-}" ]]; then
     redis_url="$REDIS_URL"
     log "Redis: using REDIS_URL=$redis_url"
   else
-    if ! bash "$ROOT/scripts/redis.sh" status "$REDIS_PORT" >/dev/null; then
-      started_now+=("redis $REDIS_PORT")
-      echo "redis $REDIS_PORT" >>"$OWNED_FILE"
-    else
-      log "Redis: reusing the server already running on port $REDIS_PORT"
-    fi
-    bash "$ROOT/scripts/redis.sh" start "$REDIS_PORT"
+    start_owned redis "$REDIS_PORT"
     redis_url="redis://127.0.0.1:$REDIS_PORT"
   fi
   trap - ERR
@@ -101,8 +102,5 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *)
-    sed -n '2,/^set -euo/{/^#/p}' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-    exit 2
-    ;;
+  *) usage ;;
 esac

@@ -12,7 +12,7 @@ import { freePort } from './processes.js';
 // exports their addresses, so the second reuses them, and the first one's teardown stops them after all tests.
 
 // Docker path images. Kafka: the same line as scripts/kafka/pom.xml (4.2; docs/compatibility.md).
-const KAFKA_IMAGE = 'apache/kafka:4.2.0';
+const KAFKA_IMAGE = 'apache/kafka:4.2.2';
 const REDIS_IMAGE = 'redis:7.4.2-alpine';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

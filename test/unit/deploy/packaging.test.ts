@@ -250,7 +250,7 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(services)).toEqual(
       expect.arrayContaining(['kafka', 'redis', 'simulator', 'bridge', 'prometheus', 'grafana']),
     );
-    expect(svc('kafka').image).toBe('apache/kafka:4.2.0');
+    expect(svc('kafka').image).toBe('apache/kafka:4.2.2');
     expect(String(svc('redis').image)).toMatch(/^redis:7\.4\.\d+-alpine$/);
     expect(String(svc('prometheus').image)).toMatch(/^prom\/prometheus:v3\.\d+\.\d+$/);
     expect(String(svc('grafana').image)).toMatch(/^grafana\/grafana:11\.\d+\.\d+$/);
