@@ -200,6 +200,22 @@ export async function liveReplicas(redis: BridgeRedis, prefix: string, ttlMs: nu
   return live;
 }
 
+/**
+ * The keys matching `pattern`, a batch per SCAN step. On a Cluster SCAN answers for one node only, so every primary
+ * is scanned (an account's keys share one slot, so one of them holds them all).
+ */
+export async function* scanKeys(redis: BridgeRedis, pattern: string, count = 1000): AsyncGenerator<string[]> {
+  const nodes: Array<Redis | BridgeRedis> = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', count);
+      cursor = next;
+      if (found.length > 0) yield found;
+    } while (cursor !== '0');
+  }
+}
+
 /** The key names of one account (see accountKeys). */
 export type AccountKeys = ReturnType<typeof accountKeys>;
 

@@ -1,6 +1,6 @@
 import type { Checkpoint, CheckpointUpdate } from '../core/checkpoint.js';
 import { FencedError, SnapshotLostError } from '../core/errors.js';
-import { durably, type AccountKeys, type BridgeRedis } from './connection.js';
+import { durably, scanKeys, type AccountKeys, type BridgeRedis } from './connection.js';
 import { z } from 'zod';
 import { ResyncRequestSchema, type ResyncRequest } from '../core/resync-request.js';
 import { decodeEntry, encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
@@ -149,12 +149,7 @@ export class SnapshotStore {
   /** Removes the account's snapshot (entries, count, checkpoint) before a full restore; leases and requests stay. */
   async clearForRestore(): Promise<void> {
     const keys: string[] = [this.keys.checkpoint, this.keys.count];
-    let cursor = '0';
-    do {
-      const [next, found] = await this.redis.scan(cursor, 'MATCH', this.keys.bucketPattern, 'COUNT', 1000);
-      cursor = next;
-      keys.push(...found);
-    } while (cursor !== '0');
+    for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) keys.push(...found);
     for (let i = 0; i < keys.length; i += 500) await this.redis.unlink(...keys.slice(i, i + 500));
   }
 
@@ -185,18 +180,14 @@ export class SnapshotStore {
     cluster: string,
   ): Promise<boolean> {
     let count = 0;
-    let cursor = '0';
-    do {
-      const [next, found] = await this.redis.scan(cursor, 'MATCH', this.keys.bucketPattern, 'COUNT', 1000);
-      cursor = next;
-      if (found.length === 0) continue;
+    for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) {
       const pipeline = this.redis.pipeline();
       for (const key of found) pipeline.hlen(key);
       for (const [err, n] of (await pipeline.exec()) ?? []) {
         if (err) throw err;
         count += Number(n);
       }
-    } while (cursor !== '0');
+    }
     await this.redis.set(this.keys.count, String(count));
     const pairs = checkpointPairs({
       ...(ckpt.watermark !== null ? { watermark: ckpt.watermark } : {}),
@@ -283,10 +274,7 @@ export class SnapshotStore {
    */
   async *scanEntries(count = 100): AsyncGenerator<Array<[number, SnapshotEntry]>> {
     const seenBuckets = new Set<string>();
-    let cursor = '0';
-    do {
-      const [next, found] = await this.redis.scan(cursor, 'MATCH', this.keys.bucketPattern, 'COUNT', count);
-      cursor = next;
+    for await (const found of scanKeys(this.redis, this.keys.bucketPattern, count)) {
       const fresh = found.filter((key) => !seenBuckets.has(key));
       if (fresh.length === 0) continue;
       const pipeline = this.redis.pipeline();
@@ -303,7 +291,7 @@ export class SnapshotStore {
         }
       });
       if (batch.length > 0) yield batch;
-    } while (cursor !== '0');
+    }
   }
 
   /**
