@@ -9,6 +9,8 @@ import { mergedMetrics, type BridgeMetrics } from '../ops/metrics.js';
 import { startOpsServer, type OpsServer, type ReadinessResult } from '../ops/http-server.js';
 import { accountKeys, connectRedis, redisOptions, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
+import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
+import { ConfigError } from '../config/config.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loops, one per
 // account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
@@ -60,6 +62,16 @@ export async function startApp(
   if (!first) throw new Error('startApp: no account to run');
   const several = list.length > 1;
   const redis = connectRedis(first.redis, redisOptions(first.redis), first.redis.password);
+  // A REDIS_WAIT_REPLICAS no primary can meet would make every write wait for ever: refuse it now, by name.
+  const durability = new DurabilityWatch(redis, first.redis, { logger });
+  if (first.redis.waitReplicas > 0) {
+    const state = await durability.check();
+    if (state.kind === 'missing' && !first.redis.waitForReplicas) {
+      redis.disconnect();
+      throw new ConfigError('REDIS_WAIT_REPLICAS', durabilityMessage(state)!);
+    }
+    durability.start();
+  }
 
   const processRegistry = new Registry();
   const replica = replicaId();
@@ -101,6 +113,7 @@ export async function startApp(
     port: first.http.port,
     metrics: mergedMetrics(() => [
       ...(several ? [processRegistry] : []),
+      durability.registry,
       ...[...accounts.values()].map((a) => a.metrics.registry),
     ]),
     logger,
@@ -130,12 +143,15 @@ export async function startApp(
       ]);
       const loops = all.map((a) => a.health());
       const starting = loops.every((h) => h.role === 'starting');
+      const unmet = durabilityMessage(durability.state());
+      const durable = unmet === null || durability.state().kind === 'unknown';
       if (!several) {
         const role = loops[0]!.role;
         return {
-          ok: redisOk && kafkaOk && credentials[0]! && role !== 'starting',
+          ok: redisOk && durable && kafkaOk && credentials[0]! && role !== 'starting',
           checks: {
             redis: redisOk,
+            redis_durability: unmet ?? true,
             kafka: kafkaOk,
             upstream_credentials: credentials[0]!,
             role,
@@ -147,9 +163,10 @@ export async function startApp(
       // stop with it on a rollout): they are reported by account and in the metrics, not in `ok`.
       const refused = all.filter((_, i) => !credentials[i]).map((a) => a.account);
       return {
-        ok: redisOk && kafkaOk && !starting,
+        ok: redisOk && durable && kafkaOk && !starting,
         checks: {
           redis: redisOk,
+          redis_durability: unmet ?? true,
           kafka: kafkaOk,
           accounts: String(all.length),
           leading: String(loops.filter((h) => h.role === 'leader').length),
@@ -165,6 +182,7 @@ export async function startApp(
   const stop = async () => {
     // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
     // and take each lease the moment it is released.
+    durability.stop();
     await allotment?.stop();
     await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
     await ops.close();

@@ -3,7 +3,8 @@ import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from 
 import { loadAccounts, type AccountsConfig } from '../config/accounts.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
 import { Lease, leaseHolder } from '../redis/lease.js';
-import { accountKeys, liveReplicas } from '../redis/connection.js';
+import { accountKeys, liveReplicas, type BridgeRedis } from '../redis/connection.js';
+import { decideDurability, durabilityMessage, probeReplicas } from '../redis/durability.js';
 import { LeaseKeeper } from '../bridge/lease-keeper.js';
 import { createLogger } from '../ops/logger.js';
 import { BridgeMetrics } from '../ops/metrics.js';
@@ -74,6 +75,13 @@ async function run({ accounts, file }: AccountsConfig): Promise<void> {
 
 const POLL_STATUS_MS = 1_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Whether Redis can meet REDIS_WAIT_REPLICAS now, as one line (null: it can). */
+async function redisDurability(redis: BridgeRedis, config: BridgeConfig): Promise<string | null> {
+  const primaries = await probeReplicas(redis, config.redis.target).catch(() => null);
+  if (!primaries) return 'Redis replicas unknown: the probe failed';
+  return durabilityMessage(decideDurability(config.redis.waitReplicas, primaries, { kind: 'ok' }, Date.now()));
+}
 
 /** The progress of the running sweep or initial load from the checkpoint, estimated against the snapshot size. */
 async function sweepProgress(store: SnapshotStore, now = Date.now()): Promise<Progress | null> {
@@ -271,7 +279,7 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 async function status(config: BridgeConfig): Promise<void> {
   const { redis, store, keys } = redisFromConfig(config);
   try {
-    const [checkpoint, size, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested] =
+    const [checkpoint, size, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested, durability] =
       await Promise.all([
         store.checkpoint(),
         store.size(),
@@ -282,6 +290,7 @@ async function status(config: BridgeConfig): Promise<void> {
         store.pendingResync(),
         store.changelogState(),
         store.restoreRequested(),
+        redisDurability(redis, config),
       ]);
     const now = Date.now();
     // The leader's own progress record when it has one (it knows the resync totals); else the checkpoint's.
@@ -321,6 +330,8 @@ async function status(config: BridgeConfig): Promise<void> {
           lastSweepAt: iso(checkpoint.lastSweepAt),
           lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
           lease,
+          // null: every Redis primary has the replicas REDIS_WAIT_REPLICAS needs; else why not.
+          redisDurability: durability,
         },
         null,
         2,
@@ -441,7 +452,7 @@ export async function main(argv: string[]): Promise<void> {
     else if (command === 'restore') await restore(config);
     else await status(config);
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof ConfigError) {
       process.stderr.write(`reviews-bridge ${command}: ${err.message}\n`);
       process.exit(2);
     }

@@ -208,6 +208,11 @@ export const EnvSchema = z.object({
     .describe(
       'Replicas that must acknowledge (WAIT) each commit and lease change; default 0 with REDIS_URL, 1 with Sentinel or Cluster',
     ),
+  REDIS_WAIT_FOR_REPLICAS: bool
+    .default(false)
+    .describe(
+      'Start even when a Redis primary has fewer replicas than REDIS_WAIT_REPLICAS, and wait (not ready) for them',
+    ),
   REDIS_WAIT_TIMEOUT_MS: int(10, 60_000)
     .default(1_000)
     .describe('How long a commit waits for them (short: the pass is retried)'),
@@ -406,6 +411,8 @@ export interface RedisConnection {
   /** Replicas that must acknowledge a commit or a lease change (Redis WAIT); 0 = none. */
   waitReplicas: number;
   waitTimeoutMs: number;
+  /** Start (not ready) even when the topology has fewer replicas than waitReplicas, instead of refusing. */
+  waitForReplicas?: boolean;
 }
 
 /** Thrown for an invalid or missing setting; the message names the variable and never echoes its value. */
@@ -560,6 +567,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       keyPrefix: e.REDIS_KEY_PREFIX,
       waitReplicas: e.REDIS_WAIT_REPLICAS ?? (target.kind === 'standalone' ? 0 : 1),
       waitTimeoutMs: e.REDIS_WAIT_TIMEOUT_MS,
+      waitForReplicas: e.REDIS_WAIT_FOR_REPLICAS,
       username: e.REDIS_USERNAME ?? null,
       password: redisPassword,
       tls: redisTls,
