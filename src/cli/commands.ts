@@ -279,7 +279,10 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 async function status(config: BridgeConfig): Promise<void> {
   const { redis, store, keys } = redisFromConfig(config);
   try {
-    const [checkpoint, size, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested, durability] =
+    const durability = await redisDurability(redis, config);
+    // Reads the replicas have not confirmed rather than none: status must say why the bridge waits, not wait too.
+    if (durability !== null) redis.durability.replicas = 0;
+    const [checkpoint, size, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested] =
       await Promise.all([
         store.checkpoint(),
         store.size(),
@@ -290,7 +293,6 @@ async function status(config: BridgeConfig): Promise<void> {
         store.pendingResync(),
         store.changelogState(),
         store.restoreRequested(),
-        redisDurability(redis, config),
       ]);
     const now = Date.now();
     // The leader's own progress record when it has one (it knows the resync totals); else the checkpoint's.
