@@ -140,5 +140,16 @@ describe('Redis durability: a Sentinel set whose replica is stopped', () => {
     );
     console.log(`ready again ${Date.now() - back} ms after the replica was started`);
     expect(ready.checks.redis_durability).toBe(true);
+    // And it commits again: an incremental poll completes after the replica is back.
+    await waitFor(
+      async () => {
+        const out = await runCliFull('status', env, 60_000);
+        const { lastIncrementalAt } = JSON.parse(out.stdout) as { lastIncrementalAt: string | null };
+        return lastIncrementalAt !== null && Date.parse(lastIncrementalAt) > back ? true : undefined;
+      },
+      60_000,
+      'an incremental poll committed after the replica is back',
+      500,
+    );
   }, 180_000);
 });
