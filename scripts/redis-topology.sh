@@ -6,7 +6,8 @@
 #   KIND sentinel (BASE defaults to 36500): a primary on BASE, its replica on BASE+1, and three Sentinels on
 #        BASE+2..BASE+4 watching it under the name "bridge" (quorum 2, down after 1 s)
 #   KIND cluster  (BASE defaults to 36600): a Redis Cluster of three primaries with one replica each on
-#        BASE..BASE+5 (redis-cli --cluster create ... --cluster-replicas 1), node timeout 2 s
+#        BASE..BASE+5 (redis-cli --cluster create ... --cluster-replicas 1), node timeout 2 s;
+#        REDIS_CLUSTER_REPLICAS=0 makes it three primaries without replicas on BASE..BASE+2 (the quick way)
 #   start  [BASE]        start every member, wait until the topology serves, write the env file
 #   stop   [BASE]        stop every member by pid (SIGTERM, SIGKILL after 20 s) and delete the run directory
 #   kill   PORT [BASE]   SIGKILL one member (crash); its data (append-only file) is kept
@@ -42,7 +43,8 @@ running_pid() { pid_of "$1/redis.pid" "redis-.*:$2"; }
 run_dir() { echo "$ROOT/.run/redis-$KIND-$BASE"; }
 env_file() { echo "$ROOT/.run/redis-$KIND-$BASE.env"; }
 members() {
-  if [[ "$KIND" == sentinel ]]; then seq "$BASE" $((BASE + 4)); else seq "$BASE" $((BASE + 5)); fi
+  if [[ "$KIND" == sentinel ]]; then seq "$BASE" $((BASE + 4))
+  else seq "$BASE" $((BASE + 3 * (1 + CLUSTER_REPLICAS) - 1)); fi
 }
 is_sentinel() { [[ "$KIND" == sentinel && "$1" -ge $((BASE + 2)) ]]; }
 
@@ -110,7 +112,7 @@ cluster_ready() {
   for port in $(members); do
     cli "$port" CLUSTER INFO 2>/dev/null | grep -q '^cluster_state:ok' || return 1
     info="$(cli "$port" INFO replication 2>/dev/null)"
-    if grep -q '^role:master' <<<"$info"; then grep -q '^connected_slaves:1' <<<"$info" || return 1
+    if grep -q '^role:master' <<<"$info"; then grep -q "^connected_slaves:$CLUSTER_REPLICAS" <<<"$info" || return 1
     else grep -q '^master_link_status:up' <<<"$info" || return 1; fi
   done
 }
@@ -143,7 +145,7 @@ start() {
   else
     if ! cluster_ready; then
       for port in $(members); do addresses+=("127.0.0.1:$port"); done
-      redis-cli --cluster create "${addresses[@]}" --cluster-replicas 1 --cluster-yes >"$(run_dir)/create.out" 2>&1 ||
+      redis-cli --cluster create "${addresses[@]}" --cluster-replicas "$CLUSTER_REPLICAS" --cluster-yes >"$(run_dir)/create.out" 2>&1 ||
         { cat "$(run_dir)/create.out" >&2; die "redis-cli --cluster create failed"; }
     fi
     wait_until 300 cluster_ready || die "timed out waiting for cluster_state:ok on every node"
@@ -187,6 +189,8 @@ member_port() {
 KIND="${1:-}"
 LOG_NAME="redis-${KIND:-topology}"
 VERB="${2:-}"
+CLUSTER_REPLICAS="${REDIS_CLUSTER_REPLICAS:-1}"
+[[ "$CLUSTER_REPLICAS" =~ ^[01]$ ]] || die "REDIS_CLUSTER_REPLICAS must be 0 or 1"
 case "$KIND" in
   sentinel) DEFAULT_BASE=36500 ;;
   cluster) DEFAULT_BASE=36600 ;;

@@ -9,7 +9,7 @@ import { mergedMetrics, type BridgeMetrics } from '../ops/metrics.js';
 import { startOpsServer, type OpsServer, type ReadinessResult } from '../ops/http-server.js';
 import { accountKeys, connectRedis, redisOptions, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
-import { durabilityProblem, replicaReport } from '../redis/durability.js';
+import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loops, one per
 // account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
@@ -61,7 +61,16 @@ export async function startApp(
   if (!first) throw new Error('startApp: no account to run');
   const several = list.length > 1;
   const redis = connectRedis(first.redis, redisOptions(first.redis), first.redis.password);
-  await checkDurability(redis, list, logger);
+  // A REDIS_WAIT_REPLICAS no primary can meet would make every write wait for ever: refuse it now, by name.
+  const durability = new DurabilityWatch(redis, first.redis, { logger });
+  if (first.redis.waitReplicas > 0) {
+    const state = await durability.check();
+    if (state.kind === 'missing' && !first.redis.waitForReplicas) {
+      redis.disconnect();
+      throw new ConfigError('REDIS_WAIT_REPLICAS', durabilityMessage(state)!);
+    }
+    durability.start();
+  }
 
   const processRegistry = new Registry();
   const replica = replicaId();
@@ -103,6 +112,7 @@ export async function startApp(
     port: first.http.port,
     metrics: mergedMetrics(() => [
       ...(several ? [processRegistry] : []),
+      durability.registry,
       ...[...accounts.values()].map((a) => a.metrics.registry),
     ]),
     logger,
@@ -132,12 +142,15 @@ export async function startApp(
       ]);
       const loops = all.map((a) => a.health());
       const starting = loops.every((h) => h.role === 'starting');
+      const unmet = durabilityMessage(durability.state());
+      const durable = unmet === null || durability.state().kind === 'unknown';
       if (!several) {
         const role = loops[0]!.role;
         return {
-          ok: redisOk && kafkaOk && credentials[0]! && role !== 'starting',
+          ok: redisOk && durable && kafkaOk && credentials[0]! && role !== 'starting',
           checks: {
             redis: redisOk,
+            redis_durability: unmet ?? true,
             kafka: kafkaOk,
             upstream_credentials: credentials[0]!,
             role,
@@ -149,9 +162,10 @@ export async function startApp(
       // stop with it on a rollout): they are reported by account and in the metrics, not in `ok`.
       const refused = all.filter((_, i) => !credentials[i]).map((a) => a.account);
       return {
-        ok: redisOk && kafkaOk && !starting,
+        ok: redisOk && durable && kafkaOk && !starting,
         checks: {
           redis: redisOk,
+          redis_durability: unmet ?? true,
           kafka: kafkaOk,
           accounts: String(all.length),
           leading: String(loops.filter((h) => h.role === 'leader').length),
@@ -167,6 +181,7 @@ export async function startApp(
   const stop = async () => {
     // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
     // and take each lease the moment it is released.
+    durability.stop();
     await allotment?.stop();
     await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
     await ops.close();
@@ -231,31 +246,4 @@ function cache(defaultTtlMs = 5_000) {
     entries.set(name, { at: Date.now(), ok, ttl: ok ? ttlMs : Math.min(ttlMs, 2_000) });
     return ok;
   };
-}
-
-/**
- * Stops start-up with one line naming REDIS_WAIT_REPLICAS when the primary of an account has fewer replicas than
- * it asks for (it would wait for ever); a Redis that does not answer yet is not judged (the accounts retry).
- */
-async function checkDurability(redis: BridgeRedis, configs: readonly BridgeConfig[], logger: Logger): Promise<void> {
-  for (const config of configs) {
-    if (config.redis.waitReplicas === 0) continue;
-    const slotKey = accountKeys(config.redis.keyPrefix, config.account).checkpoint;
-    const report = await Promise.race([
-      replicaReport(redis, slotKey).catch(() => null),
-      new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000).unref()),
-    ]);
-    if (!report) continue;
-    const problem = durabilityProblem(report, config.redis.waitReplicas, config.redis.waitForReplicas === true);
-    if (problem) {
-      await redis.quit().catch(() => undefined);
-      throw new ConfigError('REDIS_WAIT_REPLICAS', problem);
-    }
-    if (report.connected < config.redis.waitReplicas) {
-      logger.warn(
-        { primary: report.primary, connected: report.connected, wanted: config.redis.waitReplicas },
-        'waiting for a Redis replica to acknowledge',
-      );
-    }
-  }
 }

@@ -3,7 +3,8 @@ import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from 
 import { loadAccounts, type AccountsConfig } from '../config/accounts.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
 import { Lease, leaseHolder } from '../redis/lease.js';
-import { accountKeys, liveReplicas } from '../redis/connection.js';
+import { accountKeys, liveReplicas, type BridgeRedis } from '../redis/connection.js';
+import { decideDurability, durabilityMessage, probeReplicas } from '../redis/durability.js';
 import { LeaseKeeper } from '../bridge/lease-keeper.js';
 import { createLogger } from '../ops/logger.js';
 import { BridgeMetrics } from '../ops/metrics.js';
@@ -74,6 +75,13 @@ async function run({ accounts, file }: AccountsConfig): Promise<void> {
 
 const POLL_STATUS_MS = 1_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Whether Redis can meet REDIS_WAIT_REPLICAS now, as one line (null: it can). */
+async function redisDurability(redis: BridgeRedis, config: BridgeConfig): Promise<string | null> {
+  const primaries = await probeReplicas(redis, config.redis.target).catch(() => null);
+  if (!primaries) return 'Redis replicas unknown: the probe failed';
+  return durabilityMessage(decideDurability(config.redis.waitReplicas, primaries, { kind: 'ok' }, Date.now()));
+}
 
 /** The progress of the running sweep or initial load from the checkpoint, estimated against the snapshot size. */
 async function sweepProgress(store: SnapshotStore, now = Date.now()): Promise<Progress | null> {
@@ -271,6 +279,9 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 async function status(config: BridgeConfig): Promise<void> {
   const { redis, store, keys } = redisFromConfig(config);
   try {
+    const durability = await redisDurability(redis, config);
+    // Reads the replicas have not confirmed rather than none: status must say why the bridge waits, not wait too.
+    if (durability !== null) redis.durability.replicas = 0;
     const [checkpoint, size, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested] =
       await Promise.all([
         store.checkpoint(),
@@ -321,6 +332,8 @@ async function status(config: BridgeConfig): Promise<void> {
           lastSweepAt: iso(checkpoint.lastSweepAt),
           lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
           lease,
+          // null: every Redis primary has the replicas REDIS_WAIT_REPLICAS needs; else why not.
+          redisDurability: durability,
         },
         null,
         2,
@@ -441,7 +454,7 @@ export async function main(argv: string[]): Promise<void> {
     else if (command === 'restore') await restore(config);
     else await status(config);
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof ConfigError) {
       process.stderr.write(`reviews-bridge ${command}: ${err.message}\n`);
       process.exit(2);
     }

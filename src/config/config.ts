@@ -201,21 +201,21 @@ export const EnvSchema = z.object({
   REDIS_CLUSTER_NODES: unsetWhenBlank(hostPorts).describe(
     'Redis Cluster seed nodes host:port,...; one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
   ),
-  // Replica acknowledgements (WAIT) every commit and lease change needs before the bridge goes on; unset: 0 for a
-  // single Redis, 1 for Sentinel and Cluster (see "What a Redis failover may cost" in docs/operations.md).
+  // Replica acknowledgements (WAIT) every commit and lease change needs before the bridge goes on; unset:
+  // 0 on every topology since Redis became a cache of the Kafka changelog (docs/operations.md, Redis durability).
   REDIS_WAIT_REPLICAS: int(0, 10)
     .optional()
     .describe(
       'Replicas that must acknowledge (WAIT) each commit and lease change before the bridge builds on it (0: none; a failover that loses commits then costs a restore from Kafka)',
     ),
-  REDIS_WAIT_TIMEOUT_MS: int(10, 60_000)
-    .default(1_000)
-    .describe('How long a commit waits for them (short: the pass is retried)'),
   REDIS_WAIT_FOR_REPLICAS: bool
     .default(false)
     .describe(
-      'Start even when the primary has fewer replicas than REDIS_WAIT_REPLICAS, and wait for them (else start-up stops with one line naming the setting)',
+      'Start even when a Redis primary has fewer replicas than REDIS_WAIT_REPLICAS, and wait (not ready) for them',
     ),
+  REDIS_WAIT_TIMEOUT_MS: int(10, 60_000)
+    .default(1_000)
+    .describe('How long a commit waits for them (short: the pass is retried)'),
   REDIS_USERNAME: optionalText.describe('Redis ACL user (the default user when only a password is set)'),
   REDIS_PASSWORD: optionalText.describe('Redis password (prefer REDIS_PASSWORD_FILE)'),
   REDIS_PASSWORD_FILE: optionalText.describe('File holding the Redis password, re-read at every reconnect'),
@@ -411,7 +411,7 @@ export interface RedisConnection {
   /** Replicas that must acknowledge a commit or a lease change (Redis WAIT); 0 = none. */
   waitReplicas: number;
   waitTimeoutMs: number;
-  /** Start and wait when the topology has fewer replicas than waitReplicas (else stop at start-up). */
+  /** Start (not ready) even when the topology has fewer replicas than waitReplicas, instead of refusing. */
   waitForReplicas?: boolean;
 }
 

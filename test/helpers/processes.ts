@@ -127,9 +127,15 @@ export function runCliFull(
 }
 
 /** Runs a project script (scripts/NAME ARGS) to completion; resolves its output, rejects with it on failure. */
-export function script(name: string, args: string[], timeoutMs = 300_000): Promise<string> {
+export function script(
+  name: string,
+  args: string[],
+  timeoutMs = 300_000,
+  env: Record<string, string> = {},
+): Promise<string> {
+  const options = { cwd: ROOT, timeout: timeoutMs, env: { ...process.env, ...env } };
   return new Promise((resolve, reject) => {
-    execFile('bash', [`scripts/${name}`, ...args], { cwd: ROOT, timeout: timeoutMs }, (error, stdout, stderr) => {
+    execFile('bash', [`scripts/${name}`, ...args], options, (error, stdout, stderr) => {
       if (error) reject(new Error(`scripts/${name} ${args.join(' ')} failed:\n${stdout}${stderr}`));
       else resolve(stdout + stderr);
     });

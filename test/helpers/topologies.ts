@@ -135,16 +135,19 @@ export class RedisTopology {
   constructor(
     readonly kind: 'sentinel' | 'cluster',
     readonly base: number,
+    /** Replicas per Cluster primary (0: three bare primaries, as `redis-cli --cluster create` makes by default). */
+    readonly clusterReplicas: 0 | 1 = 1,
   ) {}
 
   /** Picks free ports. */
-  static async onFreePorts(kind: 'sentinel' | 'cluster'): Promise<RedisTopology> {
-    return new RedisTopology(kind, kind === 'cluster' ? await freeBase(6, 10_000) : await freeBase(5));
+  static async onFreePorts(kind: 'sentinel' | 'cluster', clusterReplicas: 0 | 1 = 1): Promise<RedisTopology> {
+    const base = kind === 'cluster' ? await freeBase(6, 10_000) : await freeBase(5);
+    return new RedisTopology(kind, base, clusterReplicas);
   }
 
   /** A topology on free ports, started before the file's tests and stopped after them. */
-  static async forFile(kind: 'sentinel' | 'cluster'): Promise<RedisTopology> {
-    const topology = await RedisTopology.onFreePorts(kind);
+  static async forFile(kind: 'sentinel' | 'cluster', clusterReplicas: 0 | 1 = 1): Promise<RedisTopology> {
+    const topology = await RedisTopology.onFreePorts(kind, clusterReplicas);
     beforeAll(() => topology.start(), 60_000);
     afterAll(() => topology.stop(), 60_000);
     return topology;
@@ -161,7 +164,11 @@ export class RedisTopology {
           REDIS_SENTINEL_NAME: 'bridge',
           REDIS_WAIT_REPLICAS: '1',
         }
-      : { REDIS_URL: '', REDIS_CLUSTER_NODES: list(this.base, 6), REDIS_WAIT_REPLICAS: '1' };
+      : {
+          REDIS_URL: '',
+          REDIS_CLUSTER_NODES: list(this.base, 3 * (1 + this.clusterReplicas)),
+          REDIS_WAIT_REPLICAS: this.clusterReplicas > 0 ? '1' : '',
+        };
   }
 
   get address(): RedisTarget {
@@ -169,22 +176,26 @@ export class RedisTopology {
   }
 
   start(): Promise<string> {
-    return script('redis-topology.sh', [this.kind, 'start', String(this.base)]);
+    return this.script([this.kind, 'start', String(this.base)]);
   }
 
   /** Stops every member (by pid) and deletes the run directory. */
   stop(): Promise<string> {
-    return script('redis-topology.sh', [this.kind, 'stop', String(this.base)]);
+    return this.script([this.kind, 'stop', String(this.base)]);
   }
 
   /** SIGKILL of the member on `port` (its append-only file is kept). */
   kill(port: number): Promise<string> {
-    return script('redis-topology.sh', [this.kind, 'kill', String(port), String(this.base)]);
+    return this.script([this.kind, 'kill', String(port), String(this.base)]);
   }
 
   /** Starts the member on `port` again on its data. */
   startMember(port: number): Promise<string> {
-    return script('redis-topology.sh', [this.kind, 'start-member', String(port), String(this.base)]);
+    return this.script([this.kind, 'start-member', String(port), String(this.base)]);
+  }
+
+  private script(args: string[]): Promise<string> {
+    return script('redis-topology.sh', args, 300_000, { REDIS_CLUSTER_REPLICAS: String(this.clusterReplicas) });
   }
 
   /** A direct connection to one member (for SENTINEL and CLUSTER commands). */

@@ -1,6 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
 import { BridgeMetrics } from '../../../src/ops/metrics.js';
+import { DurabilityWatch } from '../../../src/redis/durability.js';
 import {
   exportedNamesFromText,
   missingMetrics,
@@ -67,7 +69,16 @@ describe('dashboard and alert rules only use metrics the bridge exports', () => 
     }
 
     const metrics = new BridgeMetrics({ account: 'acme' });
-    const exported = exportedNamesFromText(await metrics.registry.metrics());
+    // The Redis durability watch exports its gauge from a registry of its own (one per process, not per account).
+    const watch = new DurabilityWatch(
+      null as never,
+      { target: { kind: 'standalone', url: 'redis://x' }, waitReplicas: 0, waitTimeoutMs: 1 },
+      { logger: pino({ level: 'silent' }) },
+    );
+    const exported = new Set([
+      ...exportedNamesFromText(await metrics.registry.metrics()),
+      ...exportedNamesFromText(await watch.registry.metrics()),
+    ]);
     expect(missingMetrics(used, exported)).toEqual([]);
   });
 
