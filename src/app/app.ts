@@ -64,7 +64,13 @@ export async function startApp(
   // A REDIS_WAIT_REPLICAS no primary can meet would make every write wait for ever: refuse it now, by name.
   const durability = new DurabilityWatch(redis, first.redis, { logger });
   if (first.redis.waitReplicas > 0) {
-    const state = await durability.check();
+    let state = await durability.check();
+    // A topology started together with the bridge may still be attaching its replicas (Cluster gossip takes a
+    // moment): look again for a few seconds before refusing.
+    for (let attempt = 0; attempt < 5 && state.kind === 'missing' && !first.redis.waitForReplicas; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      state = await durability.check();
+    }
     if (state.kind === 'missing' && !first.redis.waitForReplicas) {
       redis.disconnect();
       throw new ConfigError('REDIS_WAIT_REPLICAS', durabilityMessage(state)!);

@@ -103,7 +103,9 @@ function kafkaLogger(logger: Logger) {
       // expected on every cluster of more than one broker, not an error worth a log line each time.
       const error = typeof extra.error === 'string' ? extra.error : '';
       if (error.includes('another concurrent operation on the same transaction')) return;
+      // A fresh broker (or a moved coordinator) is loading its transaction or group state: kafkajs retries.
       const child = { component: 'kafkajs', broker: extra.broker, error: extra.error };
+      if (/coordinator is (loading|not available)/.test(error)) return void logger.debug(child, message);
       if (level === logLevel.ERROR) logger.error(child, message);
       else if (level === logLevel.WARN) logger.warn(child, message);
       else logger.debug(child, message);

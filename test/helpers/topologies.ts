@@ -175,8 +175,28 @@ export class RedisTopology {
     return redisAddress(this.env) as RedisTarget;
   }
 
-  start(): Promise<string> {
-    return this.script([this.kind, 'start', String(this.base)]);
+  async start(): Promise<string> {
+    const out = await this.script([this.kind, 'start', String(this.base)]);
+    if (this.kind === 'cluster' && this.clusterReplicas > 0) await this.replicasAttached();
+    return out;
+  }
+
+  // A new Cluster serves its slots before every replica has attached; a bridge started then would find a primary
+  // without the replica REDIS_WAIT_REPLICAS asks for and refuse to start.
+  private async replicasAttached(): Promise<void> {
+    const client = openRedis(this.address, { maxRetriesPerRequest: 1 });
+    try {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const nodes = String(await (client as Cluster).cluster('NODES').catch(() => ''));
+        const replicas = nodes.split('\n').filter((l) => (l.split(' ')[2] ?? '').split(',').includes('slave'));
+        if (replicas.length >= 3 * this.clusterReplicas) return;
+        if (Date.now() > deadline) throw new Error(`the Cluster's replicas did not attach: ${nodes}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    } finally {
+      client.disconnect();
+    }
   }
 
   /** Stops every member (by pid) and deletes the run directory. */
