@@ -160,7 +160,12 @@ interface Leadership {
  * service does (transactional id, restore of Redis from Kafka where needed), then gives everything back.
  * Resolves false when the lease could not be taken.
  */
-async function leadOnce(config: BridgeConfig, logger: Logger, fn: (l: Leadership) => Promise<void>): Promise<boolean> {
+async function leadOnce(
+  config: BridgeConfig,
+  logger: Logger,
+  fn: (l: Leadership) => Promise<void>,
+  { forceRestore = false } = {},
+): Promise<boolean> {
   const { redis, store, keys } = redisFromConfig(config);
   const work = new AbortController();
   const keeper = new LeaseKeeper(new Lease(redis, keys, config.lease.ttlMs), {
@@ -179,7 +184,7 @@ async function leadOnce(config: BridgeConfig, logger: Logger, fn: (l: Leadership
     const passes = passesFromConfig(config, { source, store, sink: publisher, metrics, logger, keySource });
     try {
       await publisher.connect();
-      if (!(await passes.prepare(epoch, work.signal)))
+      if (!(await passes.prepare(epoch, work.signal, forceRestore)))
         throw new Error('the lease epoch is not above the changelog’s; run the command again');
       await fn({ epoch, signal: work.signal, passes, store });
     } finally {
@@ -207,13 +212,17 @@ async function restore(config: BridgeConfig): Promise<void> {
       console.log(JSON.stringify({ requested: true, note: 'the leading replica restores at its next tick' }));
       return;
     }
-    const done = await leadOnce(config, logger, async ({ epoch, signal, passes }) => {
-      const ok = await passes.prepare(epoch, signal, true);
-      const checkpoint = await store.checkpoint();
-      console.log(
-        JSON.stringify({ restored: ok, snapshotReviews: await store.size(), watermark: checkpoint.watermark }),
-      );
-    });
+    // The leadership itself runs the restore (forced: a full one), as a leader does when it takes the account.
+    const done = await leadOnce(
+      config,
+      logger,
+      async () => {
+        const checkpoint = await store.checkpoint();
+        const snapshotReviews = await store.size();
+        console.log(JSON.stringify({ restored: true, snapshotReviews, watermark: checkpoint.watermark }));
+      },
+      { forceRestore: true },
+    );
     if (!done) {
       await store.requestRestore();
       console.log(JSON.stringify({ requested: true }));

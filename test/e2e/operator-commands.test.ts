@@ -5,7 +5,7 @@ import { startSimulator } from '../../src/simulator/index.js';
 import { SnapshotStore } from '../../src/redis/snapshot-store.js';
 import { testEnv } from '../helpers/bridge.js';
 import { runCli, runCliFull } from '../helpers/processes.js';
-import { redisAddress } from '../helpers/topologies.js';
+import { openRedis, redisAddress } from '../helpers/topologies.js';
 
 // The operator commands of issue 11 as an operator runs them: separate processes against the real Redis (and, for
 // a sweep run in place, the simulator and Kafka). What the leader does with the flags is the loop's part.
@@ -77,5 +77,15 @@ describe('operator commands', () => {
     const unknown = await runCliFull(['sweep', '--now'], env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('sweep: unknown argument "--now"');
+
+    // Redis loses the account's snapshot; `restore` without a leader rebuilds it from the Kafka changelog.
+    const keys = accountKeys(env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
+    const redis = openRedis(redisAddress(env));
+    cleanups.push(async () => void (await redis.quit()));
+    const buckets = await redis.keys(`${keys.bucketPattern}`);
+    await redis.del(keys.checkpoint, keys.count, ...buckets);
+    const restored = await runCliFull('restore', env, 120_000);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ restored: true, snapshotReviews: 1_500 });
   });
 });
