@@ -46,8 +46,17 @@ export async function readChangelog(
   await admin.connect();
   let partitions: number[];
   try {
-    const offsets = await admin.fetchTopicOffsets(options.topic);
-    partitions = offsets.map((o) => o.partition).sort((a, b) => a - b);
+    // A topic created a moment ago may answer NOT_LEADER_FOR_PARTITION for a while (a fresh broker): retry those.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const offsets = await admin.fetchTopicOffsets(options.topic);
+        partitions = offsets.map((o) => o.partition).sort((a, b) => a - b);
+        break;
+      } catch (err) {
+        if (attempt >= 40 || (err as { retriable?: unknown }).retriable !== true) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
