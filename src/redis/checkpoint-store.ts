@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import type { Checkpoint, CheckpointUpdate } from '../core/checkpoint.js';
+import { SnapshotLostError } from '../core/errors.js';
+import { durably, type AccountKeys, type BridgeRedis } from './connection.js';
+import { num, safeJson } from './store-common.js';
+
+// The checkpoint of one account (how far its passes got, and which changelog transaction Redis reflects) and the
+// progress of its running pass. The checkpoint is written together with entries by the snapshot's commit script
+// (snapshot-entries.ts); this part reads it, and encodes an update as the script's field pairs.
+
+/** Progress of the running (or last) sweep, initial load or resync, as the leader publishes it for `status`. */
+export const PassProgressSchema = z.object({
+  kind: z.enum(['initial', 'sweep', 'resync', 'restore']),
+  /** The resync request this pass serves (resync only), so `resync --wait` follows the right one. */
+  requestId: z.string().nullable(),
+  seen: z.number().int().nonnegative(),
+  estimatedTotal: z.number().int().nonnegative().nullable(),
+  startedAt: z.number().int(),
+  finishedAt: z.number().int().nullable(),
+});
+
+/** Progress of a long pass as stored in Redis. */
+export type PassProgress = z.infer<typeof PassProgressSchema>;
+
+/** What a restore compares (see CheckpointStore.changelogState). */
+export interface ChangelogState {
+  txn: number | null;
+  offsets: Record<number, number>;
+  cluster: string | null;
+  empty: boolean;
+}
+
+/** Reads the checkpoint of one account and keeps the progress of its long passes. */
+export class CheckpointStore {
+  constructor(
+    private readonly redis: BridgeRedis,
+    private readonly keys: AccountKeys,
+  ) {}
+
+  /**
+   * The current checkpoint, confirmed by the replicas: a pass resumes only from a state a failover cannot undo
+   * (after a commit whose acknowledgement timed out, this read waits for it again or fails).
+   */
+  async checkpoint(live = false): Promise<Checkpoint> {
+    const [h, epoch] = (await durably(this.redis, (p) => {
+      p.hgetall(this.keys.checkpoint);
+      if (live) p.exists(this.keys.epoch);
+    })) as [Record<string, string>, number?];
+    // A leader's read: an emptied Redis must not read as an account that never ran (a second initial load).
+    if (live && epoch === 0) throw new SnapshotLostError('LOST: the account keys are gone');
+    const sweepKind = h.sweep_kind === 'initial' || h.sweep_kind === 'sweep' ? h.sweep_kind : null;
+    return {
+      watermark: num(h.watermark),
+      initialDone: h.initial_done === '1',
+      sweep: sweepKind
+        ? {
+            kind: sweepKind,
+            cursor: h.sweep_cursor ? h.sweep_cursor : null,
+            startedAt: num(h.sweep_started_at) ?? 0,
+            seen: num(h.sweep_seen) ?? 0,
+          }
+        : null,
+      lastSweepAt: num(h.last_sweep_at),
+      lastIncrementalAt: num(h.last_incremental_at),
+    };
+  }
+
+  /** The number of the last changelog transaction Redis reflects (0: none, or a snapshot older than changelogs). */
+  async changelogTxn(): Promise<number> {
+    return num((await this.redis.hget(this.keys.checkpoint, 'txn')) ?? undefined) ?? 0;
+  }
+
+  /**
+   * What a restore compares: Redis's changelog transaction (null when Redis holds no checkpoint at all), the
+   * changelog offsets its last commits got, the Kafka cluster it was restored from or written to, the epoch counter.
+   */
+  async changelogState(): Promise<ChangelogState> {
+    const [h] = (await durably(this.redis, (p) => p.hgetall(this.keys.checkpoint))) as [Record<string, string>];
+    const offsets: Record<number, number> = {};
+    for (const [field, value] of Object.entries(h)) {
+      if (field.startsWith('clo:')) offsets[Number(field.slice(4))] = Number(value);
+    }
+    const empty = Object.keys(h).length === 0;
+    return { txn: num(h.txn), offsets, cluster: h.kafka_cluster ?? null, empty };
+  }
+
+  /** Records the Kafka cluster the changelog is written to (a Redis later pointed at another cluster is restored). */
+  async setKafkaCluster(cluster: string): Promise<void> {
+    await this.redis.hset(this.keys.checkpoint, 'kafka_cluster', cluster);
+  }
+
+  /** Publishes the progress of the running pass (the leader, every page or so; one SET). */
+  async setPassProgress(progress: PassProgress): Promise<void> {
+    await this.redis.set(this.keys.progress, JSON.stringify(progress));
+  }
+
+  /** The progress of the running (or last) long pass, or null when none was recorded. */
+  async passProgress(): Promise<PassProgress | null> {
+    const raw = await this.redis.get(this.keys.progress);
+    const parsed = raw === null ? null : PassProgressSchema.safeParse(safeJson(raw));
+    return parsed?.success ? parsed.data : null;
+  }
+}
+
+/** A checkpoint update as the field/value pairs of the commit script (an absent field is left as it is). */
+export function checkpointPairs(u: CheckpointUpdate): string[] {
+  const pairs: string[] = [];
+  if (u.watermark !== undefined) pairs.push('watermark', String(u.watermark));
+  if (u.initialDone !== undefined) pairs.push('initial_done', u.initialDone ? '1' : '');
+  if (u.lastSweepAt !== undefined) pairs.push('last_sweep_at', String(u.lastSweepAt));
+  if (u.lastIncrementalAt !== undefined) pairs.push('last_incremental_at', String(u.lastIncrementalAt));
+  if (u.sweep !== undefined) {
+    const s = u.sweep;
+    pairs.push(
+      'sweep_kind',
+      s ? s.kind : '',
+      'sweep_cursor',
+      s?.cursor ?? '',
+      'sweep_started_at',
+      s ? String(s.startedAt) : '',
+      'sweep_seen',
+      s ? String(s.seen) : '',
+    );
+  }
+  return pairs;
+}

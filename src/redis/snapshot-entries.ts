@@ -1,0 +1,249 @@
+import type { CheckpointUpdate } from '../core/checkpoint.js';
+import type { ChangelogCheckpoint } from '../core/changelog.js';
+import { FencedError, SnapshotLostError } from '../core/errors.js';
+import { decodeEntry, encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
+import { checkpointPairs } from './checkpoint-store.js';
+import { durably, scanKeys, type AccountKeys, type BridgeRedis } from './connection.js';
+import { BUCKET_BITS, bucketOf, fieldOf, scriptError } from './store-common.js';
+
+// The snapshot proper: the bridge's memory of every review. Entries live in hash buckets of 128 reviews (field = id
+// within the bucket) because small hashes are stored as compact listpacks: this is what keeps the snapshot at
+// 80-120 bytes a review. Writes go through the fenced commit and remove scripts (src/redis/lua), which write the
+// checkpoint in the same step; a restore from the changelog writes entries unfenced and finishes fenced.
+
+/** Where Kafka's changelog stood after a commit (see ChangelogMark in src/bridge/pipeline.ts). */
+export interface CommitMark {
+  txn: number;
+  offsets: Record<number, number>;
+}
+
+type PipelineResults = [Error | null, unknown][];
+
+/** Reads, commits, scans and restores the snapshot entries of one account. */
+export class SnapshotEntries {
+  constructor(
+    private readonly redis: BridgeRedis,
+    private readonly keys: AccountKeys,
+  ) {}
+
+  /**
+   * The entries of the given reviews, in one pipelined round trip. With `epoch`, the same round trip checks that
+   * the account's keys are still those of that leadership: entries read from a Redis that lost them (and maybe
+   * got a new lease since) would diff every review as new, so the read fails instead (SnapshotLostError, or
+   * FencedError when another epoch holds the account).
+   */
+  async read(ids: readonly number[], epoch?: number, minTxn?: number): Promise<Map<number, SnapshotEntry>> {
+    const byBucket = new Map<number, number[]>();
+    for (const id of ids) {
+      const bucket = bucketOf(id);
+      let list = byBucket.get(bucket);
+      if (!list) byBucket.set(bucket, (list = []));
+      list.push(id);
+    }
+    const pipeline = this.redis.pipeline();
+    const order = [...byBucket.entries()];
+    for (const [bucket, list] of order) {
+      pipeline.hmgetBuffer(this.keys.bucket(bucket), ...list.map(fieldOf));
+    }
+    if (epoch !== undefined) pipeline.get(this.keys.epoch);
+    if (minTxn !== undefined) pipeline.hget(this.keys.checkpoint, 'txn');
+    const results: PipelineResults = (await pipeline.exec()) ?? [];
+    checkFreshness(results.slice(order.length), epoch, minTxn);
+    const entries = new Map<number, SnapshotEntry>();
+    order.forEach(([, list], i) => {
+      const [err, values] = results[i] ?? [new Error('missing pipeline result'), null];
+      if (err) throw err;
+      (values as (Buffer | null)[]).forEach((value, j) => {
+        if (value) entries.set(list[j]!, decodeEntry(value));
+      });
+    });
+    return entries;
+  }
+
+  /**
+   * Writes entries and checkpoint atomically, with the changelog transaction they come from; throws FencedError
+   * if `epoch` is no longer current and SnapshotLostError if the account's keys are gone.
+   */
+  async commit(
+    epoch: number,
+    entries: ReadonlyArray<[number, SnapshotEntry]>,
+    update: CheckpointUpdate,
+    mark?: CommitMark,
+    expectTxn?: number,
+  ): Promise<void> {
+    const { bucketKeys, triples } = this.entryArgs(entries);
+    const pairs = checkpointPairs(update);
+    if (expectTxn !== undefined) pairs.push('expect_txn', String(expectTxn));
+    if (mark) {
+      pairs.push('txn', String(mark.txn));
+      // One field per partition: a commit that touched some partitions keeps the others' offsets.
+      for (const [partition, offset] of Object.entries(mark.offsets)) pairs.push(`clo:${partition}`, String(offset));
+    }
+    // Replicas acknowledge the commit before the next page is published (see README: a Redis failover).
+    await this.runCommit(epoch, pairs, bucketKeys, triples);
+  }
+
+  /** Number of reviews in the snapshot. */
+  async size(): Promise<number> {
+    return Number((await this.redis.get(this.keys.count)) ?? 0);
+  }
+
+  /**
+   * Every entry of the account, a batch per SCAN step (about `count` buckets of up to 128 reviews each), for the
+   * deletion check at the end of a complete sweep. SCAN may return a bucket twice; this never yields an id twice.
+   */
+  async *scanEntries(count = 100): AsyncGenerator<Array<[number, SnapshotEntry]>> {
+    const seenBuckets = new Set<string>();
+    for await (const found of scanKeys(this.redis, this.keys.bucketPattern, count)) {
+      const fresh = found.filter((key) => !seenBuckets.has(key));
+      if (fresh.length === 0) continue;
+      const pipeline = this.redis.pipeline();
+      for (const key of fresh) pipeline.hgetallBuffer(key);
+      const results = (await pipeline.exec()) ?? [];
+      const batch: Array<[number, SnapshotEntry]> = [];
+      fresh.forEach((key, i) => {
+        seenBuckets.add(key);
+        const [err, value] = results[i] ?? [new Error('missing pipeline result'), null];
+        if (err) throw err;
+        const bucket = Number(key.slice(key.lastIndexOf(':') + 1));
+        for (const [field, entry] of Object.entries(value as Record<string, Buffer>)) {
+          batch.push([bucket * 2 ** BUCKET_BITS + Number(field), decodeEntry(entry)]);
+        }
+      });
+      if (batch.length > 0) yield batch;
+    }
+  }
+
+  /**
+   * Removes the entries of deleted reviews, each only if it still equals the entry the deletion was decided on;
+   * returns how many were removed. Throws FencedError if `epoch` is no longer current.
+   */
+  async removeEntries(epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>): Promise<number> {
+    if (entries.length === 0) return 0;
+    const { bucketKeys, triples } = this.entryArgs(entries);
+    const keys = [this.keys.epoch, this.keys.count, ...bucketKeys];
+    try {
+      return await this.redis.bridgeRemove(keys.length, ...keys, String(epoch), ...triples);
+    } catch (err) {
+      throw scriptError(err);
+    }
+  }
+
+  /** Removes the account's snapshot (entries, count, checkpoint) before a full restore; leases and requests stay. */
+  async clearForRestore(): Promise<void> {
+    const keys: string[] = [this.keys.checkpoint, this.keys.count];
+    for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) keys.push(...found);
+    for (let i = 0; i < keys.length; i += 500) await this.redis.unlink(...keys.slice(i, i + 500));
+  }
+
+  /** Writes restored entries (deleted: null) in one pipelined round trip; not fenced (restoreFinish is). */
+  async restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null]>): Promise<void> {
+    // Pipelines of a bounded size: a whole fetch at once would queue ~1 KiB of command objects per entry.
+    for (let i = 0; i < entries.length; i += 2_000) {
+      const pipeline = this.redis.pipeline();
+      for (const [id, entry] of entries.slice(i, i + 2_000)) {
+        const key = this.keys.bucket(bucketOf(id));
+        if (entry) pipeline.hset(key, fieldOf(id), encodeEntry(entry));
+        else pipeline.hdel(key, fieldOf(id));
+      }
+      const results = (await pipeline.exec()) ?? [];
+      for (const [err] of results) if (err) throw err;
+    }
+  }
+
+  /**
+   * Completes a restore: counts the entries, writes the changelog's checkpoint (fenced by `epoch`) with where
+   * the changelog was read to, and raises the epoch counter to the changelog's epoch floor. Resolves false when
+   * `epoch` itself is not above that floor (the caller must take a new lease: its epoch is not newer than history).
+   */
+  async restoreFinish(
+    epoch: number,
+    ckpt: ChangelogCheckpoint,
+    offsets: Record<number, number>,
+    cluster: string,
+  ): Promise<boolean> {
+    await this.redis.set(this.keys.count, String(await this.countEntries()));
+    const pairs = checkpointPairs({
+      ...(ckpt.watermark !== null ? { watermark: ckpt.watermark } : {}),
+      initialDone: ckpt.initialDone,
+      sweep: ckpt.sweep,
+      ...(ckpt.lastSweepAt !== null ? { lastSweepAt: ckpt.lastSweepAt } : {}),
+      ...(ckpt.lastIncrementalAt !== null ? { lastIncrementalAt: ckpt.lastIncrementalAt } : {}),
+    });
+    pairs.push('txn', String(ckpt.txn), 'kafka_cluster', cluster);
+    for (const [partition, offset] of Object.entries(offsets)) pairs.push(`clo:${partition}`, String(offset));
+    await this.runCommit(epoch, pairs, [], []);
+    if (epoch > ckpt.epoch) return true;
+    await this.redis.bridgeEpochFloor(this.keys.epoch, String(ckpt.epoch));
+    return false;
+  }
+
+  private async countEntries(): Promise<number> {
+    let count = 0;
+    for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) {
+      const pipeline = this.redis.pipeline();
+      for (const key of found) pipeline.hlen(key);
+      for (const [err, n] of (await pipeline.exec()) ?? []) {
+        if (err) throw err;
+        count += Number(n);
+      }
+    }
+    return count;
+  }
+
+  /** The fenced commit script (commit.lua) with checkpoint pairs and entry triples, acknowledged by the replicas. */
+  private async runCommit(
+    epoch: number,
+    pairs: string[],
+    bucketKeys: string[],
+    triples: (string | Buffer)[],
+  ): Promise<void> {
+    const keys = [this.keys.epoch, this.keys.checkpoint, this.keys.count, ...bucketKeys];
+    try {
+      await durably(this.redis, (p) =>
+        p.bridgeCommit(keys.length, ...keys, String(epoch), String(pairs.length / 2), ...pairs, ...triples),
+      );
+    } catch (err) {
+      throw scriptError(err);
+    }
+  }
+
+  // Script arguments of entries: the bucket keys they touch and (bucket index, field, encoded entry) triples.
+  private entryArgs(entries: ReadonlyArray<[number, SnapshotEntry]>) {
+    const bucketKeys: string[] = [];
+    const bucketIndex = new Map<number, number>();
+    const triples: (string | Buffer)[] = [];
+    for (const [id, entry] of entries) {
+      const bucket = bucketOf(id);
+      let index = bucketIndex.get(bucket);
+      if (index === undefined) {
+        index = bucketKeys.push(this.keys.bucket(bucket));
+        bucketIndex.set(bucket, index);
+      }
+      triples.push(String(index), fieldOf(id), encodeEntry(entry));
+    }
+    return { bucketKeys, triples };
+  }
+}
+
+/**
+ * The leadership checks a read carries after its entries: the epoch (when asked) and the changelog transaction
+ * Redis holds (when asked), in that order.
+ */
+function checkFreshness(results: PipelineResults, epoch?: number, minTxn?: number): void {
+  if (epoch !== undefined) {
+    const [err, current] = results[0] ?? [new Error('missing pipeline result'), null];
+    if (err) throw err;
+    if (current === null) throw new SnapshotLostError('LOST: the account keys are gone');
+    if (current !== String(epoch)) throw new FencedError(`FENCED: epoch ${epoch} superseded by ${String(current)}`);
+  }
+  if (minTxn !== undefined) {
+    const [err, txn] = results[epoch !== undefined ? 1 : 0] ?? [new Error('missing result'), null];
+    if (err) throw err;
+    // Fewer transactions than this process already wrote: a failover lost commits; diffing now would publish
+    // their changes again. The leader restores the missing ones from Kafka first.
+    const held = (txn as string | null) ?? 0;
+    if (Number(held) < minTxn)
+      throw new SnapshotLostError(`LOST: Redis holds changelog transaction ${held}, at least ${minTxn} expected`);
+  }
+}
