@@ -4,9 +4,7 @@ import { backoffDelay, type BackoffPolicy } from '../core/backoff.js';
 import type { BridgeMetrics } from '../ops/metrics.js';
 import { LeaseKeeper, type LeasePort } from './lease-keeper.js';
 import type { FullScanRun, PassRunner } from './passes/index.js';
-import { ReplicationError } from '../redis/connection.js';
-import { FencedError } from '../redis/snapshot-store.js';
-import { SnapshotLostError } from '../core/errors.js';
+import { kindOf } from '../core/errors.js';
 import type { ResyncRequest } from '../core/resync-request.js';
 import { errorKind } from '../ops/logger.js';
 
@@ -181,7 +179,7 @@ export class BridgeLoop {
           this.deps.logger.info({ epoch }, 'pass abandoned: the lease is no longer held here');
           continue;
         }
-        if (err instanceof SnapshotLostError) {
+        if (kindOf(err) === 'snapshot_lost') {
           // Redis lost the account's keys: take the account anew (a new lease) and restore before any pass.
           this.preparedEpoch = 0;
           this.deps.logger.warn({ epoch }, 'the account keys vanished from Redis; restoring from the Kafka changelog');
@@ -320,14 +318,14 @@ export class BridgeLoop {
   private fail(err: unknown, where: string): void {
     this.failures += 1;
     this.lastError = errorKind(err);
-    if (err instanceof ReplicationError) {
+    if (kindOf(err) === 'replication') {
       // Expected for seconds after every Redis failover: one warning when it starts, not an error a second.
       if (!this.awaitingReplica) this.deps.logger.warn({ err, where }, 'waiting for a Redis replica to acknowledge');
       this.awaitingReplica = true;
       return;
     }
     this.awaitingReplica = false;
-    const fenced = err instanceof FencedError;
+    const fenced = kindOf(err) === 'fenced';
     this.deps.logger.error(
       { err, where, failures: this.failures, fenced },
       fenced ? 'another replica took over; commit refused' : 'pass failed; nothing committed past the last page',

@@ -1,5 +1,6 @@
 import type { PassKind } from './types.js';
 import { abortReason } from './retry.js';
+import { LimiterClosedError } from '../core/errors.js';
 
 // A token bucket shared by every request the client sends (listing and token endpoint alike), because the
 // upstream counts them all against one 10 requests/s budget. It adapts: a throttled answer halves the rate (once
@@ -66,13 +67,8 @@ interface Waiter {
 // Fraction of a token a late timer may carry over (about 10 ms at 9.5 requests/s).
 const LATE_TIMER_SLACK = 0.1;
 
-/** Error with which pending acquisitions fail when the limiter is closed. */
-export class LimiterClosedError extends Error {
-  constructor() {
-    super('rate limiter closed');
-    this.name = 'LimiterClosedError';
-  }
-}
+/** Re-exported from the one error model, where it is defined. */
+export { LimiterClosedError };
 
 /** Token-bucket limiter with priorities (incremental before sweep), AIMD adaptation and Retry-After pauses. */
 export class RateLimiter {
