@@ -13,6 +13,7 @@ import { KafkaPublisher } from '../kafka/publisher.js';
 import { newResyncRequest, parseResyncArgs, UsageError } from '../core/resync-request.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
+import { sleep } from '../core/clock.js';
 
 // The commands: `run` (the service), `sweep` (one full pass now), `status`, `pause` / `resume`, `resync`,
 // `simulate` (the upstream stand-in).
@@ -74,7 +75,6 @@ async function run({ accounts, file }: AccountsConfig): Promise<void> {
 }
 
 const POLL_STATUS_MS = 1_000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Whether Redis can meet REDIS_WAIT_REPLICAS now, as one line (null: it can). */
 async function redisDurability(redis: BridgeRedis, config: BridgeConfig): Promise<string | null> {

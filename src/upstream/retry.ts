@@ -1,4 +1,5 @@
 import { backoffDelay as delay, type BackoffPolicy } from '../core/backoff.js';
+import { abortReason, sleep } from '../core/clock.js';
 
 export type { BackoffPolicy } from '../core/backoff.js';
 
@@ -36,24 +37,5 @@ export function parseRetryAfter(
   return Math.min(seconds, maxSeconds);
 }
 
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(abortReason(signal));
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(abortReason(signal!));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** The error an aborted operation rejects with (the signal's reason, or a standard AbortError). */
-export function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
+/** The one sleep helper and abort reason, from the clock module (re-exported for the upstream client). */
+export { abortReason, sleep };
