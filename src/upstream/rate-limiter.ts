@@ -1,4 +1,4 @@
-import type { PassKind } from './types.js';
+import type { RequestPriority } from '../core/domain.js';
 import { abortReason } from './retry.js';
 import { LimiterClosedError } from '../core/errors.js';
 
@@ -88,7 +88,7 @@ export class RateLimiter {
   private recoverFrom = Number.NEGATIVE_INFINITY;
   private rateAfterDecrease: number;
   private pausedUntil = Number.NEGATIVE_INFINITY;
-  private readonly queues: Record<PassKind, Waiter[]> = { incremental: [], sweep: [] };
+  private readonly queues: Record<RequestPriority, Waiter[]> = { incremental: [], sweep: [] };
   private timer: unknown = null;
   private closed = false;
 
@@ -122,7 +122,7 @@ export class RateLimiter {
    * Waits for a slot; incremental requests are served before queued sweep requests. Resolves with the time
    * waited in milliseconds; rejects with the signal's reason on abort, or LimiterClosedError after close().
    */
-  acquire(kind: PassKind, signal?: AbortSignal): Promise<number> {
+  acquire(kind: RequestPriority, signal?: AbortSignal): Promise<number> {
     if (this.closed) return Promise.reject(new LimiterClosedError());
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const now = this.clock.now();
