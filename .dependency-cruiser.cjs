@@ -31,6 +31,16 @@ module.exports = {
       to: { path: '^src/(app|cli)/' },
     },
     {
+      name: 'orchestration-uses-adapters-through-ports',
+      severity: 'error',
+      comment:
+        'The orchestration may name adapter types (type-only imports), but takes no runtime value from the Kafka, ' +
+        'Redis or upstream adapters: the composition (src/app) hands them in as ports (src/core/ports.ts), and ' +
+        'failures are told apart by kind and retriable (src/core/errors.ts), never by an adapter class.',
+      from: { path: '^src/bridge/' },
+      to: { path: '^src/(kafka|redis|upstream)/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'config-and-ops-import-no-orchestration',
       severity: 'error',
       from: { path: '^src/(config|ops)/' },

@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { BridgeConfig } from '../config/config.js';
 import { backoffDelay } from '../core/backoff.js';
+import { sleep } from '../core/clock.js';
 import { Lease } from '../redis/lease.js';
 import type { LeasePort } from '../bridge/lease-keeper.js';
 import { BridgeLoop, type LoopHealth } from '../bridge/loop.js';
@@ -172,10 +172,7 @@ export class AccountBridge {
    */
   start(after: Promise<unknown> = Promise.resolve()): void {
     this.connected ??= (async () => {
-      await Promise.race([
-        after,
-        sleep(AFTER_WAIT_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined),
-      ]);
+      await Promise.race([after, sleep(AFTER_WAIT_MS, this.stopping.signal).catch(() => undefined)]);
       const { logger } = this.context;
       for (let attempt = 0; !this.stopping.signal.aborted; attempt++) {
         try {
@@ -187,7 +184,7 @@ export class AccountBridge {
         } catch (err) {
           logger.error({ err, attempt }, 'cannot connect to Kafka yet; retrying');
           const delay = backoffDelay(attempt, { baseMs: 1_000, capMs: 30_000, jitter: 'equal' });
-          await sleep(delay, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+          await sleep(delay, this.stopping.signal).catch(() => undefined);
         }
       }
     })();

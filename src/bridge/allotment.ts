@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { LeasePort, ReplicaRegistry } from '../core/ports.js';
+import { sleep as realSleep } from '../core/clock.js';
 
 // Balanced leadership: every replica may lead any account, but takes at most its share, ceil(accounts / live
 // replicas). Replicas learn who is live from a registry in Redis that each one beats into; a replica holding more
@@ -21,6 +21,8 @@ export interface AllotmentOptions {
   /** A replica silent for this long counts as gone (the lease ttl: its leases expire as fast). */
   ttlMs: number;
   logger: Logger;
+  /** Waits between beats (rejects when the signal aborts); tests pass a fake clock's. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /** This replica's share of the accounts, from the live replicas in Redis; hands out gated leases. */
@@ -43,7 +45,7 @@ export class Allotment {
     const stopper = (this.stopper = new AbortController());
     this.running = (async () => {
       while (!stopper.signal.aborted) {
-        await sleep(this.options.ttlMs / 3, undefined, { signal: stopper.signal }).catch(() => undefined);
+        await (this.options.sleep ?? realSleep)(this.options.ttlMs / 3, stopper.signal).catch(() => undefined);
         if (stopper.signal.aborted) break;
         await this.beat().catch((err: unknown) => this.options.logger.warn({ err }, 'replica beat failed'));
       }

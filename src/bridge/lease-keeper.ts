@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { LeasePort } from '../core/ports.js';
+import { sleep as realSleep } from '../core/clock.js';
 
 // Keeps this replica's lease alive while it leads. Renewals are strictly sequential (the next is scheduled only
 // after the previous one answered), so a slow Redis can never have two renewals racing; and the lease stamps a
@@ -16,6 +16,8 @@ export interface LeaseKeeperOptions {
   logger: Logger;
   /** Called once each time a held lease is lost (taken by another replica, or not renewable within its ttl). */
   onLost?: (epochBefore: number) => void;
+  /** Waits between renewals (rejects when the signal aborts); tests pass a fake clock's. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 /** Renews a lease on its period, one renewal at a time, and reports its loss. */
@@ -62,7 +64,7 @@ export class LeaseKeeper {
     this.running = (async () => {
       while (!stopper.signal.aborted) {
         await this.renewNow().catch(() => undefined);
-        await sleep(this.options.periodMs, undefined, { signal: stopper.signal }).catch(() => undefined);
+        await (this.options.sleep ?? realSleep)(this.options.periodMs, stopper.signal).catch(() => undefined);
       }
     })();
   }

@@ -1,34 +1,32 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { backoffDelay, type BackoffPolicy } from '../core/backoff.js';
+import { sleep as realSleep } from '../core/clock.js';
 import type { BridgeMetrics } from '../ops/metrics.js';
 import { LeaseKeeper, type LeasePort } from './lease-keeper.js';
 import type { FullScanRun, PassRunner } from './passes/index.js';
-import { ReplicationError } from '../redis/connection.js';
-import { FencedError } from '../redis/snapshot-store.js';
-import { SnapshotLostError } from '../core/errors.js';
+import { kindOf } from '../core/errors.js';
+import {
+  NO_FAILURE,
+  failed,
+  heartbeatDue,
+  nextStep,
+  pauseCheckDue,
+  pausedWaitMs,
+  recovery,
+  scanToOpen,
+  standbyWaitMs,
+  type FailureRun,
+  type ScheduleTiming,
+} from '../core/schedule.js';
 import type { ResyncRequest } from '../core/resync-request.js';
 import { errorKind } from '../ops/logger.js';
 
 // The long-running loop of one replica: lead or stand by, run the initial load, then incremental polls on their
 // interval with the reconciliation sweep advancing a page at a time in between (so the sweep always yields the
 // upstream's rate budget to polls). Any failure abandons the pass without committing it and retries with backoff.
+// What to do next and when is decided by the pure functions of src/core/schedule.ts; this class carries it out.
 
-/** Timing of the loop. */
-export interface LoopTiming {
-  /**
-   * Time between poll starts, whatever else runs: a sweep, resync or initial load advances a page at a time in
-   * between and gets the rest of the rate budget (the limiter serves polls first).
-   */
-  pollIntervalMs: number;
-  /** 0 disables scheduled sweeps (on-demand ones still run). */
-  sweepIntervalMs: number;
-  leaseTtlMs: number;
-  /** Upper bound of the backoff after a failed pass. */
-  maxBackoffMs?: number;
-  /** Time between heartbeats while leading (0 or absent: none). */
-  heartbeatIntervalMs?: number;
-}
+/** Timing of the loop (the schedule's settings). */
+export type LoopTiming = ScheduleTiming;
 
 /** What the loop drives; every dependency is a small port so that unit tests run it on fakes. */
 export interface LoopDeps {
@@ -40,6 +38,8 @@ export interface LoopDeps {
   clock?: () => number;
   /** Waits `ms` or until `signal` aborts (rejects then); tests pass a fake that advances a fake clock. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** The backoff jitter's draw in [0, 1); tests pass a constant. */
+  random?: () => number;
 }
 
 /** Liveness as the ops server reports it. */
@@ -51,19 +51,6 @@ export interface LoopHealth {
   lastError: string | null;
 }
 
-/** How often the leader reads the pause flag: pause and resume take effect within this time. */
-const PAUSE_CHECK_MS = 1_000;
-
-/** Backoff after failed passes: 1 s doubling to 30 s (or the configured cap), never below half the step. */
-const PASS_BACKOFF: BackoffPolicy = { baseMs: 1_000, capMs: 30_000, jitter: 'equal' };
-
-/**
- * Backoff while Redis lacks the replica a write must reach (after a failover, until the old primary has resynced
- * as the new one's replica): nothing is wrong with the work, so retry at a short flat pace instead of backing off
- * to 30 s, or the bridge would stay idle long after the replica is back. WAIT itself already waits its timeout.
- */
-const REPLICA_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 1_000, jitter: 'equal' };
-
 /** One replica's poll loop. */
 export class BridgeLoop {
   private readonly stopController = new AbortController();
@@ -73,9 +60,8 @@ export class BridgeLoop {
   private fullScanStartedAt = 0;
   private nextPollAt = 0;
   private initialDone = false;
-  private failures = 0;
-  /** The last failure was a write no replica acknowledged (see REPLICA_BACKOFF). */
-  private awaitingReplica = false;
+  /** Failures since the last step that succeeded, and the kind of the last (the schedule's recovery reads it). */
+  private failures: FailureRun = NO_FAILURE;
   private lastTick: number;
   private lastError: string | null = null;
   private role: LoopHealth['role'] = 'starting';
@@ -139,14 +125,14 @@ export class BridgeLoop {
         if (epoch === 0) epoch = await this.keeper.renewNow();
       } catch (err) {
         this.fail(err, 'lease');
-        await this.pause(this.backoffMs());
+        await this.pause(this.recover().ms);
         continue;
       }
       if (epoch === 0) {
         this.becomes('standby', 0);
         await this.abandonFullScan();
         await this.handBackResync();
-        await this.pause(this.deps.timing.leaseTtlMs / 3);
+        await this.pause(standbyWaitMs(this.deps.timing));
         continue;
       }
       this.becomes('leader', epoch);
@@ -166,12 +152,11 @@ export class BridgeLoop {
         if (paused) {
           // No upstream request while paused; the sweep resumes from its checkpoint on resume.
           await this.abandonFullScan();
-          await this.pause(Math.min(this.deps.timing.pollIntervalMs, PAUSE_CHECK_MS));
+          await this.pause(pausedWaitMs(this.deps.timing));
           continue;
         }
         const waitMs = await this.work(epoch, this.workController.signal);
-        this.failures = 0;
-        this.awaitingReplica = false;
+        this.failures = NO_FAILURE;
         if (waitMs > 0) await this.pause(waitMs);
       } catch (err) {
         await this.abandonFullScan();
@@ -181,16 +166,14 @@ export class BridgeLoop {
           this.deps.logger.info({ epoch }, 'pass abandoned: the lease is no longer held here');
           continue;
         }
-        if (err instanceof SnapshotLostError) {
+        this.fail(err, 'pass');
+        const next = this.recover();
+        if (next.kind === 'restore') {
           // Redis lost the account's keys: take the account anew (a new lease) and restore before any pass.
           this.preparedEpoch = 0;
-          this.deps.logger.warn({ epoch }, 'the account keys vanished from Redis; restoring from the Kafka changelog');
           await this.keeper.renewNow().catch(() => undefined);
-          await this.pause(100);
-          continue;
         }
-        this.fail(err, 'pass');
-        await this.pause(this.backoffMs());
+        await this.pause(next.ms);
       }
     }
   }
@@ -210,9 +193,14 @@ export class BridgeLoop {
       const ckpt = await passes.checkpoint();
       this.initialDone = ckpt.initialDone;
       const requested = ckpt.initialDone ? await passes.takeSweepRequest() : false;
-      const due =
-        timing.sweepIntervalMs > 0 && ckpt.lastSweepAt !== null && now - ckpt.lastSweepAt >= timing.sweepIntervalMs;
-      if (!ckpt.initialDone || ckpt.sweep !== null || requested || due) {
+      const reason = scanToOpen(
+        { initialDone: ckpt.initialDone, scanInProgress: ckpt.sweep !== null, lastSweepAt: ckpt.lastSweepAt },
+        requested,
+        now,
+        timing,
+      );
+      const due = reason === 'due';
+      if (reason !== null) {
         this.fullScan = await passes.openFullScan(epoch, signal);
         this.fullScanStartedAt = now;
         logger.info({ kind: this.fullScan.type, requested, due }, 'sweep started');
@@ -223,10 +211,13 @@ export class BridgeLoop {
       }
     }
 
-    // Incremental polls need a watermark: the initial load's first page sets it. From then on they come first.
-    const pollable = this.initialDone || (this.fullScan?.pollable ?? false);
-    if (pollable && now >= this.nextPollAt) {
-      this.nextPollAt = now + timing.pollIntervalMs;
+    const step = nextStep(
+      { fullScan: this.fullScan, initialDone: this.initialDone, nextPollAt: this.nextPollAt },
+      now,
+      timing,
+    );
+    if (step.kind === 'poll') {
+      this.nextPollAt = step.nextPollAt;
       const t0 = this.clock();
       try {
         const summary = await passes.incremental(epoch, signal);
@@ -239,7 +230,7 @@ export class BridgeLoop {
       return 0;
     }
 
-    if (this.fullScan) {
+    if (step.kind === 'scan-page' && this.fullScan) {
       const scan = this.fullScan;
       let more: boolean;
       try {
@@ -260,13 +251,14 @@ export class BridgeLoop {
       }
       return 0;
     }
-    return Math.max(0, Math.min(this.nextPollAt - this.clock(), timing.leaseTtlMs / 3));
+    // A deletion-detection step is not asked for yet (detection runs inside the sweep's last page).
+    return step.kind === 'wait' ? step.ms : 0;
   }
 
   /** Whether an operator paused the bridge; read from Redis at most every PAUSE_CHECK_MS, not on every page. */
   private async pausedNow(): Promise<boolean> {
     const now = this.clock();
-    if (now - this.paused.checkedAt >= PAUSE_CHECK_MS) {
+    if (pauseCheckDue(this.paused.checkedAt, now)) {
       const since = await this.deps.passes.pausedSince();
       if ((since !== null) !== (this.paused.since !== null)) {
         this.deps.logger.info({ paused: since !== null }, since !== null ? 'paused by an operator' : 'resumed');
@@ -279,10 +271,9 @@ export class BridgeLoop {
 
   /** Sends a heartbeat when one is due, in the background: a slow Kafka must not hold up the passes. */
   private heartbeat(epoch: number, paused: boolean): void {
-    const interval = this.deps.timing.heartbeatIntervalMs ?? 0;
     const now = this.clock();
-    if (interval <= 0 || now < this.nextHeartbeatAt || this.heartbeatInFlight) return;
-    this.nextHeartbeatAt = now + interval;
+    if (!heartbeatDue(this.nextHeartbeatAt, this.heartbeatInFlight, now, this.deps.timing)) return;
+    this.nextHeartbeatAt = now + (this.deps.timing.heartbeatIntervalMs ?? 0);
     this.heartbeatInFlight = true;
     this.deps.passes
       .heartbeat(epoch, paused)
@@ -318,32 +309,35 @@ export class BridgeLoop {
   }
 
   private fail(err: unknown, where: string): void {
-    this.failures += 1;
+    const kind = kindOf(err);
+    const awaitingReplica = this.failures.kind === 'replication' && this.failures.count > 0;
+    this.failures = failed(this.failures, kind);
     this.lastError = errorKind(err);
-    if (err instanceof ReplicationError) {
-      // Expected for seconds after every Redis failover: one warning when it starts, not an error a second.
-      if (!this.awaitingReplica) this.deps.logger.warn({ err, where }, 'waiting for a Redis replica to acknowledge');
-      this.awaitingReplica = true;
+    if (kind === 'snapshot_lost') {
+      this.deps.logger.warn({ where }, 'the account keys vanished from Redis; restoring from the Kafka changelog');
       return;
     }
-    this.awaitingReplica = false;
-    const fenced = err instanceof FencedError;
+    if (kind === 'replication') {
+      // Expected for seconds after every Redis failover: one warning when it starts, not an error a second.
+      if (!awaitingReplica) this.deps.logger.warn({ err, where }, 'waiting for a Redis replica to acknowledge');
+      return;
+    }
+    const fenced = kind === 'fenced';
     this.deps.logger.error(
-      { err, where, failures: this.failures, fenced },
+      { err, where, failures: this.failures.count, fenced },
       fenced ? 'another replica took over; commit refused' : 'pass failed; nothing committed past the last page',
     );
   }
 
-  private backoffMs(): number {
-    if (this.awaitingReplica) return backoffDelay(this.failures - 1, REPLICA_BACKOFF);
-    const capMs = this.deps.timing.maxBackoffMs ?? PASS_BACKOFF.capMs;
-    return backoffDelay(this.failures - 1, { ...PASS_BACKOFF, capMs });
+  /** What the schedule says to do after the failures so far. */
+  private recover(): ReturnType<typeof recovery> {
+    return recovery(this.failures, this.deps.timing, (this.deps.random ?? Math.random)());
   }
 
   private async pause(ms: number): Promise<void> {
     try {
       const signal = this.stopController.signal;
-      await (this.deps.sleep ? this.deps.sleep(ms, signal) : sleep(ms, undefined, { signal }));
+      await (this.deps.sleep ?? realSleep)(ms, signal);
     } catch {
       // Stop requested: the loop condition ends the loop.
     }

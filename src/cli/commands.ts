@@ -13,6 +13,7 @@ import { KafkaPublisher } from '../kafka/publisher.js';
 import { newResyncRequest, parseResyncArgs, UsageError } from '../core/resync-request.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
+import { sleep } from '../core/clock.js';
 
 // The commands: `run` (the service), `sweep` (one full pass now), `status`, `pause` / `resume`, `resync`,
 // `simulate` (the upstream stand-in).
@@ -74,7 +75,6 @@ async function run({ accounts, file }: AccountsConfig): Promise<void> {
 }
 
 const POLL_STATUS_MS = 1_000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Whether Redis can meet REDIS_WAIT_REPLICAS now, as one line (null: it can). */
 async function redisDurability(redis: BridgeRedis, config: BridgeConfig): Promise<string | null> {
@@ -285,6 +285,63 @@ async function overview(accounts: readonly BridgeConfig[]): Promise<void> {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
+/** What `status` reads of one account, before it is shaped for output. */
+export interface StatusFacts {
+  checkpoint: Awaited<ReturnType<SnapshotStore['checkpoint']>>;
+  size: number;
+  lease: Awaited<ReturnType<typeof leaseHolder>>;
+  sweepRequested: boolean;
+  pausedSince: number | null;
+  pass: Awaited<ReturnType<SnapshotStore['passProgress']>>;
+  resync: Awaited<ReturnType<SnapshotStore['pendingResync']>>;
+  changelog: Awaited<ReturnType<SnapshotStore['changelogState']>>;
+  restoreRequested: boolean;
+  durability: string | null;
+}
+
+/** The JSON `status` prints for one account at time `now`: ISO times, and the running pass's progress. */
+export function statusReport(account: string, f: StatusFacts, now: number) {
+  const { checkpoint, pass } = f;
+  // The leader's own progress record when it has one (it knows the resync totals); else the checkpoint's.
+  const running =
+    pass && pass.finishedAt === null
+      ? { kind: pass.kind, ...progressJson(progressOf({ ...pass, now }), now) }
+      : checkpoint.sweep
+        ? {
+            kind: checkpoint.sweep.kind,
+            ...progressJson(
+              progressOf({
+                seen: checkpoint.sweep.seen,
+                estimatedTotal: f.size,
+                startedAt: checkpoint.sweep.startedAt,
+                now,
+              }),
+              now,
+            ),
+          }
+        : null;
+  return {
+    account,
+    snapshotReviews: f.size,
+    watermark: iso(checkpoint.watermark),
+    initialLoadDone: checkpoint.initialDone,
+    sweepInProgress: checkpoint.sweep && { ...checkpoint.sweep, startedAt: iso(checkpoint.sweep.startedAt) },
+    sweepRequested: f.sweepRequested,
+    progress: running,
+    resyncRequested: f.resync && { ...f.resync, requestedAt: iso(f.resync.requestedAt) },
+    paused: f.pausedSince !== null,
+    pausedSince: iso(f.pausedSince),
+    // The Kafka changelog transaction Redis reflects (null: Redis holds no checkpoint; a restore is due).
+    changelogTxn: f.changelog.txn,
+    restoreRequested: f.restoreRequested,
+    lastSweepAt: iso(checkpoint.lastSweepAt),
+    lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
+    lease: f.lease,
+    // null: every Redis primary has the replicas REDIS_WAIT_REPLICAS needs; else why not.
+    redisDurability: f.durability,
+  };
+}
+
 async function status(config: BridgeConfig): Promise<void> {
   const { redis, store, keys } = redisFromConfig(config);
   try {
@@ -303,51 +360,9 @@ async function status(config: BridgeConfig): Promise<void> {
         store.changelogState(),
         store.restoreRequested(),
       ]);
-    const now = Date.now();
-    // The leader's own progress record when it has one (it knows the resync totals); else the checkpoint's.
-    const running =
-      pass && pass.finishedAt === null
-        ? { kind: pass.kind, ...progressJson(progressOf({ ...pass, now }), now) }
-        : checkpoint.sweep
-          ? {
-              kind: checkpoint.sweep.kind,
-              ...progressJson(
-                progressOf({
-                  seen: checkpoint.sweep.seen,
-                  estimatedTotal: size,
-                  startedAt: checkpoint.sweep.startedAt,
-                  now,
-                }),
-                now,
-              ),
-            }
-          : null;
-    console.log(
-      JSON.stringify(
-        {
-          account: config.account,
-          snapshotReviews: size,
-          watermark: iso(checkpoint.watermark),
-          initialLoadDone: checkpoint.initialDone,
-          sweepInProgress: checkpoint.sweep && { ...checkpoint.sweep, startedAt: iso(checkpoint.sweep.startedAt) },
-          sweepRequested: sweepRequested === 1,
-          progress: running,
-          resyncRequested: resync && { ...resync, requestedAt: iso(resync.requestedAt) },
-          paused: pausedSince !== null,
-          pausedSince: iso(pausedSince),
-          // The Kafka changelog transaction Redis reflects (null: Redis holds no checkpoint; a restore is due).
-          changelogTxn: changelog.txn,
-          restoreRequested,
-          lastSweepAt: iso(checkpoint.lastSweepAt),
-          lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
-          lease,
-          // null: every Redis primary has the replicas REDIS_WAIT_REPLICAS needs; else why not.
-          redisDurability: durability,
-        },
-        null,
-        2,
-      ),
-    );
+    const facts = { checkpoint, size, lease, sweepRequested: sweepRequested === 1, pausedSince, pass, resync };
+    const report = statusReport(config.account, { ...facts, changelog, restoreRequested, durability }, Date.now());
+    console.log(JSON.stringify(report, null, 2));
   } finally {
     await redis.quit();
   }
@@ -404,7 +419,7 @@ async function resync(config: BridgeConfig, args: string[]): Promise<void> {
 const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync', 'restore'];
 
 /** Takes `--account <id>` out of the arguments. */
-function accountArg(args: readonly string[]): { account: string | null; args: string[] } {
+export function accountArg(args: readonly string[]): { account: string | null; args: string[] } {
   const at = args.indexOf('--account');
   if (at === -1) return { account: null, args: [...args] };
   const account = args[at + 1];
@@ -413,7 +428,7 @@ function accountArg(args: readonly string[]): { account: string | null; args: st
 }
 
 /** The account a command acts on: the one named, or the only one. */
-function chooseAccount({ accounts, file }: AccountsConfig, account: string | null): BridgeConfig {
+export function chooseAccount({ accounts, file }: AccountsConfig, account: string | null): BridgeConfig {
   if (account === null) {
     if (accounts.length === 1) return accounts[0]!;
     throw new UsageError(`${accounts.length} accounts in ${file}: name one with --account <id>`);
@@ -463,13 +478,10 @@ export async function main(argv: string[]): Promise<void> {
     else if (command === 'restore') await restore(config);
     else await status(config);
   } catch (err) {
+    // Bad arguments, or a setting the environment cannot meet (found at start-up, e.g. REDIS_WAIT_REPLICAS): one
+    // line, exit 2.
     if (err instanceof UsageError || err instanceof ConfigError) {
       process.stderr.write(`reviews-bridge ${command}: ${err.message}\n`);
-      process.exit(2);
-    }
-    // A setting the environment cannot meet (found at start-up, e.g. REDIS_WAIT_REPLICAS): one line, exit 2.
-    if (err instanceof ConfigError) {
-      process.stderr.write(`reviews-bridge: ${err.message}\n`);
       process.exit(2);
     }
     throw err;

@@ -6,6 +6,7 @@ import {
   type DeadLetterPayload,
   type FieldPolicySpec,
 } from '../core/field-policy.js';
+import { ConfigError } from '../core/errors.js';
 
 // Configuration comes from the environment only (12-factor), validated once at start-up so that a bad
 // setting stops the process with one message naming it instead of failing hours later mid-pass.
@@ -415,16 +416,8 @@ export interface RedisConnection {
   waitForReplicas?: boolean;
 }
 
-/** Thrown for an invalid or missing setting; the message names the variable and never echoes its value. */
-export class ConfigError extends Error {
-  constructor(
-    readonly setting: string,
-    problem: string,
-  ) {
-    super(`invalid configuration: ${setting}: ${problem}`);
-    this.name = 'ConfigError';
-  }
-}
+/** Re-exported from the one error model, where it is defined. */
+export { ConfigError };
 
 function secret(env: Record<string, string | undefined>, name: string, required: boolean): SecretSource | null {
   const value = env[name]?.trim();

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { SecretError } from '../core/errors.js';
 
 // Every secret the bridge uses (upstream client credentials, Redis password, Kafka SASL password, event hash key)
 // is read here. Files are re-read on every use, so a rotated, file-mounted secret (a Kubernetes Secret is updated
@@ -12,13 +13,8 @@ import { readFile } from 'node:fs/promises';
  */
 export type SecretSource = { value: string } | { file: string } | { env: string };
 
-/** Why a secret could not be read; the message names the source (a path or variable), never a value. */
-export class SecretError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SecretError';
-  }
-}
+/** Re-exported from the one error model, where it is defined. */
+export { SecretError };
 
 // Secret files written by editors or `echo` end with a newline that is not part of the secret.
 function checked(text: string, label: string, where: string): string {

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { STATUS_FIELDS } from './review.js';
+import { FieldPolicySpecError } from './errors.js';
 
 // The personal-data policy for everything the bridge publishes: which fields of a review leave the process raw,
 // hashed, masked or not at all. Pure (the hash key is handed in), applied at serialization time, after the diff:
@@ -55,16 +56,8 @@ const WHOLE_EMAIL = new RegExp(`^${EMAIL_PATTERN.source}$`);
 const PATH = /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/;
 const MASK = '***';
 
-/** A bad policy setting; `setting` names the variable (the config turns it into a ConfigError). */
-export class FieldPolicySpecError extends Error {
-  constructor(
-    readonly setting: string,
-    problem: string,
-  ) {
-    super(problem);
-    this.name = 'FieldPolicySpecError';
-  }
-}
+/** Re-exported from the one error model, where it is defined. */
+export { FieldPolicySpecError };
 
 function entries(text: string | undefined): string[] {
   return (text ?? '')

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { UsageError } from './errors.js';
 
 // A resync re-reads chosen reviews, refreshes their state-topic rows and publishes real differences as ordinary
 // events. The CLI only records a request in Redis (like the on-demand sweep); the leader takes it at its next
@@ -28,13 +29,8 @@ export const ResyncRequestSchema = z.object({
 /** A pending resync request. */
 export type ResyncRequest = z.infer<typeof ResyncRequestSchema>;
 
-/** Bad arguments of a command: the message says what is wrong and what is expected. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+/** Re-exported from the one error model, where it is defined. */
+export { UsageError };
 
 /** The options of `reviews-bridge resync`. */
 export interface ResyncArgs {

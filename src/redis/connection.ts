@@ -3,6 +3,7 @@ import { Cluster, Redis, type ChainableCommander, type RedisOptions } from 'iore
 import type { RedisConnection, RedisTarget, TlsFiles } from '../config/config.js';
 import type { ReplicaRegistry } from '../core/ports.js';
 import { readSecretSync, readTlsFiles, type SecretSource } from '../config/secrets.js';
+import { ReplicationError } from '../core/errors.js';
 
 // The Redis adapter: one client per process (a single server, a Sentinel-monitored primary, or a Redis Cluster)
 // with the bridge's Lua scripts defined once (ioredis sends EVALSHA and falls back to EVAL after a restart flushed
@@ -37,13 +38,8 @@ export interface Durability {
 /** An ioredis client (single server or Sentinel: Redis; Redis Cluster: Cluster) with the bridge's scripts. */
 export type BridgeRedis = (Redis | Cluster) & BridgeScripts & { readonly durability: Durability };
 
-/** A write (or the state it read) was not acknowledged by enough replicas: a failover could still undo it. */
-export class ReplicationError extends Error {
-  constructor(wanted: number, acknowledged: number, timeoutMs: number) {
-    super(`write acknowledged by ${acknowledged} of ${wanted} required replica(s) within ${timeoutMs} ms`);
-    this.name = 'ReplicationError';
-  }
-}
+/** Re-exported from the one error model, where it is defined. */
+export { ReplicationError };
 
 /**
  * Connects to Redis (a redis:// URL or a configured target); commands fail fast while it is down. `options` carry

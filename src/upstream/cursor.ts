@@ -1,3 +1,4 @@
+import { CursorFormatError } from '../core/errors.js';
 // The specification does not say where the next-page cursor is in the listing envelope. A configured dotted path
 // wins; without one, the common shapes are tried in order and the first that yields a cursor is remembered (so a
 // later page cannot switch to an unrelated field that merely looks like a cursor).
@@ -24,13 +25,8 @@ export const CURSOR_CANDIDATES: readonly string[] = [
 /** Query parameters that carry the cursor when the envelope holds a link instead of a bare cursor. */
 const LINK_PARAMS = ['next_page', 'nextPage', 'cursor', 'page_token'];
 
-/** Why a cursor value could not be used (a link without a cursor parameter, an object where a string belongs). */
-export class CursorFormatError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'CursorFormatError';
-  }
-}
+/** Re-exported from the one error model, where it is defined. */
+export { CursorFormatError };
 
 /** Reads the value at a dotted path ('paging.next_page') of a parsed JSON value, or undefined. */
 export function readPath(root: unknown, path: string): unknown {

@@ -1,5 +1,6 @@
-import type { PassKind } from './types.js';
+import type { RequestPriority } from '../core/domain.js';
 import { abortReason } from './retry.js';
+import { LimiterClosedError } from '../core/errors.js';
 
 // A token bucket shared by every request the client sends (listing and token endpoint alike), because the
 // upstream counts them all against one 10 requests/s budget. It adapts: a throttled answer halves the rate (once
@@ -66,13 +67,8 @@ interface Waiter {
 // Fraction of a token a late timer may carry over (about 10 ms at 9.5 requests/s).
 const LATE_TIMER_SLACK = 0.1;
 
-/** Error with which pending acquisitions fail when the limiter is closed. */
-export class LimiterClosedError extends Error {
-  constructor() {
-    super('rate limiter closed');
-    this.name = 'LimiterClosedError';
-  }
-}
+/** Re-exported from the one error model, where it is defined. */
+export { LimiterClosedError };
 
 /** Token-bucket limiter with priorities (incremental before sweep), AIMD adaptation and Retry-After pauses. */
 export class RateLimiter {
@@ -92,7 +88,7 @@ export class RateLimiter {
   private recoverFrom = Number.NEGATIVE_INFINITY;
   private rateAfterDecrease: number;
   private pausedUntil = Number.NEGATIVE_INFINITY;
-  private readonly queues: Record<PassKind, Waiter[]> = { incremental: [], sweep: [] };
+  private readonly queues: Record<RequestPriority, Waiter[]> = { incremental: [], sweep: [] };
   private timer: unknown = null;
   private closed = false;
 
@@ -126,7 +122,7 @@ export class RateLimiter {
    * Waits for a slot; incremental requests are served before queued sweep requests. Resolves with the time
    * waited in milliseconds; rejects with the signal's reason on abort, or LimiterClosedError after close().
    */
-  acquire(kind: PassKind, signal?: AbortSignal): Promise<number> {
+  acquire(kind: RequestPriority, signal?: AbortSignal): Promise<number> {
     if (this.closed) return Promise.reject(new LimiterClosedError());
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const now = this.clock.now();

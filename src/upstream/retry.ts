@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { backoffDelay as delay, type BackoffPolicy } from '../core/backoff.js';
+import { abortReason, sleep } from '../core/clock.js';
 import { UpstreamError, type Endpoint } from './errors.js';
 import type { UpstreamHooks } from './types.js';
 
@@ -37,28 +38,6 @@ export function parseRetryAfter(
     seconds = Math.max(0, (at - nowMs) / 1000);
   }
   return Math.min(seconds, maxSeconds);
-}
-
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(abortReason(signal));
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(abortReason(signal!));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** The error an aborted operation rejects with (the signal's reason, or a standard AbortError). */
-export function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
 /** What the retry policy needs from the client around it. */
@@ -150,3 +129,5 @@ function finalError(err: UpstreamError, op: RetryOperation<unknown>, attempts: n
     cause: err,
   });
 }
+/** The one sleep helper and abort reason, from the clock module (re-exported for the upstream client). */
+export { abortReason, sleep };

@@ -26,7 +26,11 @@ export interface Page {
   upstreamAt?: number | null;
 }
 
-/** Which kind of pass issues a request; incremental polls get priority in the rate limiter. */
+/**
+ * The older name of RequestPriority (the rate limiter's queue a request waits in, polls first): it was never a pass
+ * type. Kept for code not yet renamed.
+ * @deprecated Use RequestPriority.
+ */
 export type PassKind = RequestPriority;
 
 /** What a pass asks the upstream for. */
@@ -36,7 +40,7 @@ export interface ListOptions {
   /** Start cursor (resume a sweep); omitted to start from the beginning. */
   cursor?: string | null;
   /** Who asks: decides the rate-limiter priority. */
-  kind: PassKind;
+  kind: RequestPriority;
   /** Aborts waiting and in-flight requests (graceful shutdown). */
   signal?: AbortSignal;
 }
@@ -64,7 +68,7 @@ export interface UpstreamHooks {
   /** A token was fetched; outcome 'ok', 'unauthorized', 'error'. */
   onTokenRefresh?(outcome: 'ok' | 'unauthorized' | 'error'): void;
   /** Time a request waited in the rate limiter before it was sent. */
-  onLimiterWait?(kind: PassKind, seconds: number): void;
+  onLimiterWait?(kind: RequestPriority, seconds: number): void;
   /** A record failed validation. */
   onReject?(reason: RejectKind): void;
   /** A page was refused (body over the cap, or 400) and is asked for again with half the limit. */

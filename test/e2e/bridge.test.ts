@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ReviewEvent } from '../../src/core/events.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { eventually, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
+import { eventually, pollsCommitted, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
 import { readAll, type ReadMessage } from '../helpers/kafka.js';
 import { schemaErrors } from '../helpers/schemas.js';
 
@@ -88,8 +88,8 @@ describe('bridge end to end', () => {
     const rating = Number(sim.control.get(17)!.rating ?? 0);
     sim.control.edit(17, { comments: 'edited text', rating: (rating % 5) + 1 });
     sim.control.edit(140, { helpful_votes: 999 });
-    // Polls cannot see these edits; give them time to prove it, then ask for a sweep.
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Polls cannot see these edits; let two of them run to prove it, then ask for a sweep.
+    await pollsCommitted(b, 2);
     expect(await readAll([b.topics.updated], { timeoutMs: 5_000 })).toHaveLength(0);
     await b.store.requestSweep();
     const updated = events(await readAll([b.topics.updated], { untilCount: 2, idleMs: 500, timeoutMs: 20_000 }));

@@ -123,7 +123,7 @@ describe('operations', () => {
     await eventually(async () => ((await a.store.checkpoint()).initialDone ? true : undefined), 30_000, 'initial load');
     const b = await startTestBridge(env);
     cleanups.push(() => b.stop());
-    await new Promise((r) => setTimeout(r, 1_000));
+    await eventually(async () => (b.app.loop.health().role === 'standby' ? true : undefined), 10_000, 'b to stand by');
     expect(a.app.loop.health().role).toBe('leader');
     expect(b.app.loop.health().role).toBe('standby');
 

@@ -134,6 +134,29 @@ export async function initialLoadDone(b: TestBridge, timeoutMs = 60_000): Promis
   );
 }
 
+/**
+ * Waits until `count` incremental polls have committed after time `after` (ms): what a test that must let polls
+ * run (to show they do, or do not, see something) waits for, instead of a fixed time.
+ */
+export async function pollsCommitted(
+  b: TestBridge,
+  count: number,
+  after = Date.now(),
+  timeoutMs = 20_000,
+): Promise<void> {
+  let since = after;
+  for (let i = 0; i < count; i++) {
+    since = await eventually(
+      async () => {
+        const at = (await b.store.checkpoint()).lastIncrementalAt ?? 0;
+        return at > since ? at : undefined;
+      },
+      timeoutMs,
+      `poll ${i + 1} of ${count} committed after ${new Date(after).toISOString()}`,
+    );
+  }
+}
+
 /** Asks for a sweep and waits until it has completed. */
 export async function sweepNow(b: TestBridge, timeoutMs = 30_000): Promise<void> {
   const before = (await b.store.checkpoint()).lastSweepAt;

@@ -27,6 +27,8 @@ export interface ReadAllOptions {
   idleMs?: number;
   /** Fail (with what was read so far in the message) when the stop condition does not hold within this time. */
   timeoutMs: number;
+  /** Called once, when the consumer has joined its group and fetches (a test can then produce "later" records). */
+  onFetching?: () => void;
 }
 
 /** A kafkajs client for the provided broker with test-friendly retries and kafkajs' own logging off. */
@@ -87,6 +89,7 @@ export async function readAll(topics: string[], options: ReadAllOptions): Promis
   // With idleMs the quiet period must be spent really fetching, not still joining the group.
   let fetching = false;
   consumer.on(consumer.events.FETCH, () => {
+    if (!fetching) options.onFetching?.();
     fetching = true;
   });
   let crashed: unknown;

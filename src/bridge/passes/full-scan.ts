@@ -4,7 +4,7 @@ import type { PagePipeline, PassSummary } from '../pipeline.js';
 import type { Checkpoint, CheckpointUpdate } from '../../redis/snapshot-store.js';
 import type { Page, ReviewSource } from '../../upstream/types.js';
 import { progressOf } from '../../core/progress.js';
-import { UpstreamError } from '../../upstream/errors.js';
+import { hasKind } from '../../core/errors.js';
 import type { PassContext } from './context.js';
 import { detectDeletions, type DeletionDeps } from './deletions.js';
 
@@ -80,7 +80,7 @@ export async function openFullScan(
     step: async () => {
       const next = await pages.next().catch(async (err: unknown) => {
         // An expired or invalid checkpointed cursor would fail from the same place for ever: the scan starts over.
-        if (err instanceof UpstreamError && err.kind === 'cursor_invalid') {
+        if (hasKind(err, 'cursor_invalid')) {
           await run.settle();
           await run.commit({ sweep: { kind: scan.kind, cursor: null, startedAt: ctx.clock(), seen: 0 } });
           pipeline.deps.logger.warn({ kind: scan.kind }, 'the listing refused the sweep cursor; the sweep starts over');

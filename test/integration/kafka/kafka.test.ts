@@ -106,8 +106,11 @@ describe('Kafka broker', () => {
     const topic = uniqueName('it-late');
     await createTopics([topic], 2);
     const producer = await idempotentProducer();
-    const reading = readAll([topic], { untilCount: 3, idleMs: 300, timeoutMs: 30_000 });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    let fetching!: () => void;
+    const joined = new Promise<void>((resolve) => (fetching = resolve));
+    const reading = readAll([topic], { untilCount: 3, idleMs: 300, timeoutMs: 30_000, onFetching: fetching });
+    // Produced once the reader fetches: the records really come after it started.
+    await joined;
     await producer.send({
       topic,
       acks: -1,

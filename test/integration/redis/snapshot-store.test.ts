@@ -4,6 +4,7 @@ import { accountKeys, connectRedis, ReplicationError, type BridgeRedis } from '.
 import { fingerprint, type SnapshotEntry } from '../../../src/core/snapshot-entry.js';
 import { FencedError, SnapshotStore } from '../../../src/redis/snapshot-store.js';
 import { redisUrl, uniqueName } from '../../helpers/services.js';
+import { waitFor } from '../../helpers/processes.js';
 import { afterEach } from 'vitest';
 
 const open: BridgeRedis[] = [];
@@ -80,8 +81,13 @@ describe('SnapshotStore', () => {
     const { redis, keys, store, lease } = setup(300);
     const old = await lease.renew();
     await store.commit(old, [[1, entry(1)]], { watermark: 1_000 });
-    // The old leader pauses past its lease; another replica takes over.
-    await new Promise((r) => setTimeout(r, 400));
+    // The old leader pauses past its lease (Redis expires it); another replica takes over.
+    await waitFor(
+      async () => ((await redis.exists(keys.lease)) === 0 ? true : undefined),
+      5_000,
+      'the lease to expire',
+      20,
+    );
     const other = new Lease(redis, keys, 300);
     const next = await other.renew();
     expect(next).toBeGreaterThan(old);
@@ -122,7 +128,8 @@ describe('SnapshotStore', () => {
     await redis.del(keys.lease);
     await redis.set(keys.epoch, String(first - 1));
     // A failover takes at least Sentinel's down-after time (seconds); a few ms are enough for the clock to move.
-    await new Promise((r) => setTimeout(r, 5));
+    const at = Date.now();
+    await waitFor(() => (Date.now() > at ? true : undefined), 1_000, 'the clock to move', 1);
     const other = new Lease(redis, keys, 5_000);
     expect(await other.renew()).toBeGreaterThan(first);
   });

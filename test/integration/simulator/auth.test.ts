@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { list, sim, SCOPELESS, token } from './helpers.js';
+import { waitFor } from '../../helpers/processes.js';
 
 // Spec, Authentication rules 5-7: every listing request carries a valid bearer token; 401 otherwise, 403 for a
 // token without the scope.
@@ -29,8 +29,16 @@ describe('GET /v1/reviews authentication', () => {
     const { url } = await sim({ tokenTtlSeconds: 1 });
     const accessToken = await token(url);
     expect((await list(url, accessToken)).status).toBe(200);
-    await sleep(1100);
-    const answer = await list(url, accessToken);
+    // The token lives one second of the simulator's clock: wait for the first refusal, not for a fixed time.
+    const answer = await waitFor(
+      async () => {
+        const a = await list(url, accessToken);
+        return a.status === 200 ? undefined : a;
+      },
+      5_000,
+      'the token to expire',
+      50,
+    );
     expect(answer.status).toBe(401);
     expect(answer.json()).toMatchObject({ error: expect.stringContaining('expired') });
   });

@@ -155,8 +155,8 @@ describe('upstream client edge cases (local servers)', () => {
 
   it('retries an unreachable upstream as a network error and names it', async () => {
     const server = await upstream(() => undefined);
-    cleanup.splice(0).forEach((fn) => void fn());
-    await new Promise((r) => setTimeout(r, 50));
+    // The server is closed (and its port free) once its cleanup resolves.
+    await Promise.all(cleanup.splice(0).map((fn) => fn()));
     const { client } = track(testClient(server.url, { maxRetries: 2 }, creds));
 
     const err = await failure(client.checkCredentials());

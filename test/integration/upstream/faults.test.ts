@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { UpstreamError, isUpstreamError } from '../../../src/upstream/errors.js';
 import { drain, failure, range, testClient, perTestResources } from './helpers.js';
+import { waitFor } from '../../helpers/processes.js';
 
 // Faults over real HTTP: injected 5xx, truncated and oversized bodies, malformed records, unasked compression.
 
@@ -114,7 +115,13 @@ describe('upstream client faults (simulator)', () => {
   it('converts updatedSince (ms) to seconds when the upstream counts in seconds', async () => {
     const sim = await simulator({ reviewCount: 50, rateLimit: null, updatedDateUnit: 's' });
     const before = Date.now();
-    await new Promise((r) => setTimeout(r, 1100));
+    // The upstream counts whole seconds: the review must be made in a later second than `before`.
+    await waitFor(
+      () => (Math.floor(Date.now() / 1000) > Math.floor(before / 1000) ? true : undefined),
+      5_000,
+      'the next second',
+      10,
+    );
     const created = sim.control.createReview();
     const { client } = track(testClient(sim.url, { updatedDateUnit: 's' }));
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { drain, range, testClient, type HookLog, perTestResources } from './helpers.js';
+import { waitFor } from '../../helpers/processes.js';
 
 // A client configured far above what the upstream allows must still finish its pass: the limiter adapts (AIMD),
 // Retry-After pauses everything, and the number of throttled answers stays bounded.
@@ -74,7 +75,13 @@ describe('upstream client under throttling (simulator)', () => {
     expect(sim.control.stats().throttled).toBeGreaterThan(0);
     expect(Math.min(...rates)).toBeLessThan(20);
     sim.control.setRateLimit(null);
-    await new Promise((r) => setTimeout(r, 2000));
+    // Recovery doubles the rate every 0.3 s back to the configured 20/s (a few seconds at most).
+    await waitFor(
+      () => (client.limiterState().currentRps === 20 ? true : undefined),
+      10_000,
+      'the rate to recover',
+      20,
+    );
     expect(client.limiterState().currentRps).toBe(20);
   });
 });

@@ -3,6 +3,12 @@ import { Lease } from '../../../src/redis/lease.js';
 import { LeaseKeeper } from '../../../src/bridge/lease-keeper.js';
 import type { AccountKeys, BridgeRedis } from '../../../src/redis/connection.js';
 import { FakeLease, silentLogger } from '../../helpers/fakes.js';
+import { waitFor } from '../../helpers/processes.js';
+
+/** A few turns of the event loop: enough for anything already scheduled to run, no fixed time. */
+const turns = async (n = 10): Promise<void> => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
 
 describe('LeaseKeeper', () => {
   it('never starts a renewal while the previous one is pending, however slow Redis answers', async () => {
@@ -12,7 +18,7 @@ describe('LeaseKeeper', () => {
     keeper.start();
     // The loop's own renewal joins the one under way instead of sending another.
     const joined = await Promise.all([keeper.renewNow(), keeper.renewNow(), keeper.renewNow()]);
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => (lease.renewals >= 3 ? true : undefined), 5_000, 'three renewals', 5);
     await keeper.stop();
     expect(joined).toEqual([1, 1, 1]);
     expect(lease.maxInFlight).toBe(1);
@@ -33,13 +39,23 @@ describe('LeaseKeeper', () => {
 
   it('release stops renewing and gives the lease up', async () => {
     const lease = new FakeLease();
-    const keeper = new LeaseKeeper(lease, { periodMs: 5, logger: silentLogger });
+    let sleeps = 0;
+    const keeper = new LeaseKeeper(lease, {
+      periodMs: 5,
+      logger: silentLogger,
+      // The keeper's period on a fake clock: each wait is one turn of the event loop.
+      sleep: async (_ms, signal) => {
+        sleeps += 1;
+        await new Promise((r) => setImmediate(r));
+        if (signal.aborted) throw signal.reason;
+      },
+    });
     keeper.start();
-    await new Promise((r) => setTimeout(r, 30));
+    await waitFor(() => (lease.renewals >= 2 ? true : undefined), 5_000, 'two renewals', 1);
     await keeper.release();
-    const after = lease.renewals;
-    await new Promise((r) => setTimeout(r, 30));
-    expect(lease.renewals).toBe(after);
+    const after = { renewals: lease.renewals, sleeps };
+    await turns();
+    expect({ renewals: lease.renewals, sleeps }).toEqual(after);
     expect(lease.released).toBe(1);
   });
 });

@@ -21,6 +21,8 @@ class ScriptedPasses implements PassRunner {
   failScanAt: number | null = null;
   failPoll = false;
   closed = 0;
+  /** The fake time of the last close (with `time`). */
+  closedAt = 0;
   settled = 0;
 
   async checkpoint(): Promise<Checkpoint> {
@@ -103,6 +105,7 @@ class ScriptedPasses implements PassRunner {
       },
       close: async () => {
         this.closed += 1;
+        if (this.time) this.closedAt = this.time.now;
       },
     };
   }
@@ -169,9 +172,12 @@ function loopOn(
 /** A clock that only moves when the loop sleeps or a fake pass does work. */
 class FakeTime {
   now = 1_000_000;
+  /** How many times the loop has slept (each a decision carried out: a standby period, a paused look). */
+  sleeps = 0;
   readonly clock = (): number => this.now;
   readonly sleep = async (ms: number): Promise<void> => {
     this.now += ms;
+    this.sleeps += 1;
     await new Promise((r) => setImmediate(r));
   };
 }
@@ -274,10 +280,13 @@ describe('BridgeLoop', () => {
     const passes = new ScriptedPasses();
     const lease = new FakeLease();
     lease.leading = false;
-    const { loop } = loopOn(passes, lease);
+    const time = new FakeTime();
+    const { loop } = loopOn(passes, lease, 10_000, undefined, time);
     loop.start();
     await until(() => loop.health().role === 'standby');
-    await new Promise((r) => setTimeout(r, 50));
+    // Three standby periods on the fake clock: the loop looked at the lease three more times and ran nothing.
+    const sleeps = time.sleeps;
+    await until(() => time.sleeps >= sleeps + 3);
     expect(passes.calls).toEqual([]);
     lease.leading = true;
     await until(() => passes.calls.includes('poll'));
@@ -334,13 +343,22 @@ describe('BridgeLoop pause and heartbeat', () => {
     const passes = new ScriptedPasses();
     passes.sweepRequested = true;
     passes.scanPages = 1_000_000;
-    const { loop, metrics } = loopOn(passes, new FakeLease(), 20);
+    const time = new FakeTime();
+    // Each page takes 50 fake ms, so the fake clock moves while the sweep runs.
+    passes.time = time;
+    passes.stepCostMs = 50;
+    const { loop, metrics } = loopOn(passes, new FakeLease(), 20, undefined, time);
     loop.start();
     await until(() => passes.calls.includes('step 3'));
-    passes.pausedAt = Date.now();
-    await new Promise((r) => setTimeout(r, 1_200));
+    const pausedAt = time.now;
+    passes.pausedAt = pausedAt;
+    // The flag is read at most once a (fake) second: the sweep is closed once the loop has seen it.
+    await until(() => passes.closed === 1);
+    expect(passes.closedAt - pausedAt).toBeLessThanOrEqual(1_000 + 50);
     const atPause = passes.calls.length;
-    await new Promise((r) => setTimeout(r, 500));
+    // Two more fake seconds of paused looks: not one pass step.
+    const since = time.now;
+    await until(() => time.now >= since + 2_000);
     expect(passes.calls.length).toBe(atPause);
     expect(passes.closed).toBe(1);
     expect(await metrics.registry.metrics()).toMatch(/^reviews_bridge_paused\{[^}]*\} 1$/m);

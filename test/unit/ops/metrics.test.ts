@@ -1,6 +1,6 @@
 import { PASS_TYPES } from '../../../src/core/domain.js';
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { validateRecords } from '../../../src/upstream/validate.js';
 import { BridgeMetrics, mergedMetrics, rejectKindLabel, statusCodeLabel } from '../../../src/ops/metrics.js';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -365,12 +365,17 @@ describe('BridgeMetrics', () => {
   });
 
   it('the watermark lag keeps growing between updates (computed at scrape)', async () => {
-    const m = new BridgeMetrics({ account: 'acme' });
-    m.setWatermark(Date.now() - 10_000);
-    const first = await sample(m, `${P}watermark_lag_seconds`);
-    await new Promise((r) => setTimeout(r, 30));
-    const second = await sample(m, `${P}watermark_lag_seconds`);
-    expect(second).toBeGreaterThan(first ?? Infinity);
+    vi.useFakeTimers({ toFake: ['Date'], now: 1_700_000_000_000 });
+    try {
+      const m = new BridgeMetrics({ account: 'acme' });
+      m.setWatermark(Date.now() - 10_000);
+      const first = await sample(m, `${P}watermark_lag_seconds`);
+      vi.setSystemTime(Date.now() + 30_000);
+      const second = await sample(m, `${P}watermark_lag_seconds`);
+      expect([first, second]).toEqual([10, 40]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('counts a dead letter by the kind its check decided, never by words in its detail', async () => {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { LimiterClosedError, RateLimiter } from '../../../src/upstream/rate-limiter.js';
-import type { PassKind } from '../../../src/upstream/types.js';
+import type { RequestPriority } from '../../../src/core/domain.js';
 import { FakeClock, flush } from './fake-clock.js';
 
 function setup(options: Partial<ConstructorParameters<typeof RateLimiter>[0]> = {}) {
   const clock = new FakeClock();
   const limiter = new RateLimiter({ rps: 10, clock, ...options });
   const granted: { label: string; at: number }[] = [];
-  const take = (label: string, kind: PassKind = 'sweep', signal?: AbortSignal) => {
+  const take = (label: string, kind: RequestPriority = 'sweep', signal?: AbortSignal) => {
     const p = limiter.acquire(kind, signal).then(() => {
       granted.push({ label, at: clock.now() });
     });

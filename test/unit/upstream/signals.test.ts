@@ -33,7 +33,9 @@ describe('deadlineSignal', () => {
     const fired = deadlineSignal(5);
     const cleared = deadlineSignal(5);
     cleared.dispose();
-    await new Promise((r) => setTimeout(r, 20));
+    // Timers of the same delay fire in order: once the first has, the disposed one would have too.
+    await new Promise((r) => fired.signal.addEventListener('abort', r, { once: true }));
+    await new Promise((r) => setImmediate(r));
     expect(fired.signal.aborted).toBe(true);
     expect((fired.signal.reason as DOMException).name).toBe('TimeoutError');
     expect(cleared.signal.aborted).toBe(false);

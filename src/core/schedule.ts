@@ -1,0 +1,159 @@
+import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import type { LongPassType } from './domain.js';
+import type { ErrorKind } from './errors.js';
+
+// The loop's decisions, "what next, and when", as pure functions of what the loop knows and the time: no I/O, no
+// clock, no randomness of their own (the jitter's draw is handed in). src/bridge/loop.ts only carries them out, so
+// they are unit-tested on a fake clock (test/unit/core/schedule.test.ts) without running a loop.
+
+/** The loop's timing settings the decisions depend on. */
+export interface ScheduleTiming {
+  /** Time between poll starts, whatever else runs. */
+  pollIntervalMs: number;
+  /** 0 disables scheduled sweeps (on-demand ones still run). */
+  sweepIntervalMs: number;
+  leaseTtlMs: number;
+  /** Upper bound of the backoff after a failed pass. */
+  maxBackoffMs?: number;
+  /** Time between heartbeats while leading (0 or absent: none). */
+  heartbeatIntervalMs?: number;
+}
+
+/** What the loop knows when it picks the next step (times in ms of the loop's clock). */
+export interface StepState {
+  /** The open full scan (initial load, sweep or resync), and whether polls may run beside it; null when none. */
+  fullScan: { type: LongPassType; pollable: boolean } | null;
+  /** The initial load has completed (the watermark exists, polls run). */
+  initialDone: boolean;
+  /** When the next poll is due. */
+  nextPollAt: number;
+  /** A deletion detection underway has a step to run; it yields to polls like a full scan's pages. */
+  deletionStepPending?: boolean;
+}
+
+/** The next thing the leader does. */
+export type Step =
+  /** An incremental poll; the one after it is due at `nextPollAt`. */
+  | { kind: 'poll'; nextPollAt: number }
+  /** One page of the open full scan. */
+  | { kind: 'scan-page' }
+  /** One step of the deletion detection underway. */
+  | { kind: 'deletion-step' }
+  /** Nothing to do before `ms` (the next poll, or a lease period so that the loop keeps ticking). */
+  | { kind: 'wait'; ms: number };
+
+/**
+ * The next step of a leader that is not paused: a due poll first (polls are never starved by a long pass), then a
+ * page of deletion detection or of the open full scan, else a wait until the next poll (at most a lease period).
+ */
+export function nextStep(state: StepState, now: number, timing: ScheduleTiming): Step {
+  // Incremental polls need a watermark: the initial load's first page sets it (then the scan says `pollable`).
+  const pollable = state.initialDone || (state.fullScan?.pollable ?? false);
+  if (pollable && now >= state.nextPollAt) return { kind: 'poll', nextPollAt: now + timing.pollIntervalMs };
+  if (state.deletionStepPending) return { kind: 'deletion-step' };
+  if (state.fullScan) return { kind: 'scan-page' };
+  return { kind: 'wait', ms: Math.max(0, Math.min(state.nextPollAt - now, timing.leaseTtlMs / 3)) };
+}
+
+/** What the checkpoint says, read between full scans, for deciding whether one opens. */
+export interface ScanCheckpoint {
+  initialDone: boolean;
+  /** A full scan was under way when the checkpoint was written (it resumes). */
+  scanInProgress: boolean;
+  /** When the last sweep completed (null: never). */
+  lastSweepAt: number | null;
+}
+
+/** Why a full scan (initial load or sweep) opens now, or null when none should. */
+export type ScanReason = 'initial' | 'resume' | 'requested' | 'due' | null;
+
+/**
+ * Whether an initial load or a sweep opens now: the initial load until it is done, a scan the checkpoint has under
+ * way, an operator's request, or the sweep interval elapsed since the last sweep. When this is null the loop may
+ * take a pending resync instead.
+ */
+export function scanToOpen(ckpt: ScanCheckpoint, requested: boolean, now: number, timing: ScheduleTiming): ScanReason {
+  if (!ckpt.initialDone) return 'initial';
+  if (ckpt.scanInProgress) return 'resume';
+  if (requested) return 'requested';
+  if (sweepDue(ckpt.lastSweepAt, now, timing)) return 'due';
+  return null;
+}
+
+/** Whether a scheduled sweep is due: sweeps are on and the interval has elapsed since the last one completed. */
+export function sweepDue(lastSweepAt: number | null, now: number, timing: ScheduleTiming): boolean {
+  return timing.sweepIntervalMs > 0 && lastSweepAt !== null && now - lastSweepAt >= timing.sweepIntervalMs;
+}
+
+/** How often the leader reads the pause flag: pause and resume take effect within this time. */
+export const PAUSE_CHECK_MS = 1_000;
+
+/** Whether the pause flag must be read again (it is cached between reads, not read on every page). */
+export function pauseCheckDue(checkedAt: number, now: number): boolean {
+  return now - checkedAt >= PAUSE_CHECK_MS;
+}
+
+/** How long a paused leader waits before looking again (no upstream request while paused). */
+export function pausedWaitMs(timing: ScheduleTiming): number {
+  return Math.min(timing.pollIntervalMs, PAUSE_CHECK_MS);
+}
+
+/** How long a standby waits before trying the lease again. */
+export function standbyWaitMs(timing: ScheduleTiming): number {
+  return timing.leaseTtlMs / 3;
+}
+
+/** Whether a heartbeat is due (heartbeats on, the time come, none in flight). */
+export function heartbeatDue(nextHeartbeatAt: number, inFlight: boolean, now: number, timing: ScheduleTiming): boolean {
+  const interval = timing.heartbeatIntervalMs ?? 0;
+  return interval > 0 && now >= nextHeartbeatAt && !inFlight;
+}
+
+/** Backoff after failed passes: 1 s doubling to 30 s (or the configured cap), never below half the step. */
+export const PASS_BACKOFF: BackoffPolicy = { baseMs: 1_000, capMs: 30_000, jitter: 'equal' };
+
+/**
+ * Backoff while Redis lacks the replica a write must reach (after a failover, until the old primary has resynced
+ * as the new one's replica): nothing is wrong with the work, so retry at a short flat pace instead of backing off
+ * to 30 s, or the bridge would stay idle long after the replica is back. WAIT itself already waits its timeout.
+ */
+export const REPLICA_BACKOFF: BackoffPolicy = { baseMs: 250, capMs: 1_000, jitter: 'equal' };
+
+/** The pause after the account's keys vanished from Redis, before the account is taken anew and restored. */
+export const RESTORE_PAUSE_MS = 100;
+
+/** The run of failures since the last step that succeeded. */
+export interface FailureRun {
+  /** Consecutive failures (0: the last step succeeded). */
+  count: number;
+  /** The kind of the last one ('other' for an error outside the model). */
+  kind: ErrorKind | 'other';
+}
+
+/** No failure since the last success. */
+export const NO_FAILURE: FailureRun = { count: 0, kind: 'other' };
+
+/** The run after one more failure of `kind`. */
+export function failed(run: FailureRun, kind: ErrorKind | 'other'): FailureRun {
+  return { count: run.count + 1, kind };
+}
+
+/** What the loop does after a failure. */
+export type Recovery =
+  /** The account's keys vanished from Redis: take the account anew and restore from the changelog, after `ms`. */
+  | { kind: 'restore'; ms: number }
+  /** Back off `ms`, then try again. */
+  | { kind: 'retry'; ms: number };
+
+/**
+ * What to do after the failure run `run` (its count already includes the last failure): restore after lost keys,
+ * a short flat retry while a Redis replica is awaited, otherwise exponential backoff with equal jitter capped at
+ * maxBackoffMs. `random` is the jitter's draw in [0, 1).
+ */
+export function recovery(run: FailureRun, timing: ScheduleTiming, random: number): Recovery {
+  if (run.kind === 'snapshot_lost') return { kind: 'restore', ms: RESTORE_PAUSE_MS };
+  const attempt = Math.max(0, run.count - 1);
+  if (run.kind === 'replication') return { kind: 'retry', ms: backoffDelay(attempt, REPLICA_BACKOFF, () => random) };
+  const capMs = timing.maxBackoffMs ?? PASS_BACKOFF.capMs;
+  return { kind: 'retry', ms: backoffDelay(attempt, { ...PASS_BACKOFF, capMs }, () => random) };
+}
