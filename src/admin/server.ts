@@ -32,6 +32,8 @@ export interface AdminServerOptions {
   durability: () => string | null;
   logger: Logger;
   clock?: () => number;
+  /** How often the TLS certificate and key are checked for renewal (default 30 s; tests use less). */
+  tlsReloadMs?: number;
 }
 
 /** A running admin API. */
@@ -240,7 +242,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
           logger.error({ err: errorKind(err) }, 'admin API certificate could not be reloaded; the old one stays');
         }
       });
-    }, TLS_RELOAD_MS);
+    }, opts.tlsReloadMs ?? TLS_RELOAD_MS);
     reload.unref();
     server = https;
   } else {
