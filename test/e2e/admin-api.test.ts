@@ -242,6 +242,7 @@ describe('admin API', () => {
     expect(paused.status).toBe(200);
     await eventually(pausedGauge, 5_000, 'the leader to see the pause');
     const noticedAfterMs = Date.now() - requestedAt;
+    console.log(`[admin] the leader saw the pause ${noticedAfterMs} ms after the request to the standby`);
     expect(noticedAfterMs).toBeLessThan(pollIntervalMs + 500);
     const atPause = sim.control.stats().requests;
     const to = sim.control.get(7)!.client_publication_status === 'REJECTED' ? 'APPROVED' : 'REJECTED';
