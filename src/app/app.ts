@@ -207,10 +207,10 @@ export async function startApp(
   for (const bridge of accounts.values()) bridge.start(firstBridge.running());
 
   const stop = async () => {
-    // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
-    // and take each lease the moment it is released.
     // No operator action is taken while the accounts stop.
     await admin?.close();
+    // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
+    // and take each lease the moment it is released.
     durability.stop();
     await allotment?.stop();
     await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
