@@ -47,6 +47,21 @@ module.exports = {
       to: { path: '^src/(bridge|app|cli|kafka|redis)/' },
     },
     {
+      name: 'admin-api-is-wired-by-the-app',
+      severity: 'error',
+      comment:
+        'The admin HTTP API (src/admin) drives Redis on behalf of operators; only src/app starts it. The domain, the adapters, the orchestration, config and ops never import it.',
+      from: { path: '^src/(core|kafka|redis|upstream|bridge|config|ops|consumer|simulator)/' },
+      to: { path: '^src/admin/' },
+    },
+    {
+      name: 'admin-api-imports-no-orchestration',
+      severity: 'error',
+      comment: 'The admin API records requests in Redis for the leader; it never runs passes or the app itself.',
+      from: { path: '^src/admin/' },
+      to: { path: '^src/(app|cli|bridge)/' },
+    },
+    {
       name: 'simulator-stands-apart',
       severity: 'error',
       comment: 'The upstream simulator is a test double of the upstream: it knows the domain, not the bridge.',

@@ -10,6 +10,7 @@ import { startOpsServer, type OpsServer, type ReadinessResult } from '../ops/htt
 import { accountKeys, connectRedis, redisOptions, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
+import { startAdminServer, type AdminServer } from '../admin/server.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loops, one per
 // account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
@@ -25,6 +26,8 @@ export interface App {
   loop: AccountBridge['loop'];
   metrics: BridgeMetrics;
   ops: OpsServer;
+  /** The admin HTTP API (ADMIN_PORT), else null. */
+  admin: AdminServer | null;
   /** The balance of leadership across replicas (several accounts), else null. */
   allotment: Allotment | null;
   /** This replica's id in the replica registry and in lease values. */
@@ -113,12 +116,14 @@ export async function startApp(
   }
 
   const checkUpstream = cache();
+  let admin: AdminServer | null = null;
   const ops = await startOpsServer({
     host: first.http.host,
     port: first.http.port,
     metrics: mergedMetrics(() => [
       ...(several ? [processRegistry] : []),
       durability.registry,
+      ...(admin ? [admin.metrics.registry] : []),
       ...[...accounts.values()].map((a) => a.metrics.registry),
     ]),
     logger,
@@ -181,10 +186,29 @@ export async function startApp(
     },
   });
 
+  if (first.admin) {
+    try {
+      admin = await startAdminServer({
+        admin: first.admin,
+        accounts: list,
+        durability: () => durabilityMessage(durability.state()),
+        logger,
+      });
+    } catch (err) {
+      durability.stop();
+      await allotment?.stop();
+      await ops.close();
+      redis.disconnect();
+      throw err;
+    }
+  }
+
   firstBridge.start();
   for (const bridge of accounts.values()) bridge.start(firstBridge.running());
 
   const stop = async () => {
+    // No operator action is taken while the accounts stop.
+    await admin?.close();
     // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
     // and take each lease the moment it is released.
     durability.stop();
@@ -198,6 +222,7 @@ export async function startApp(
     loop: firstBridge.loop,
     metrics: firstBridge.metrics,
     ops,
+    admin,
     allotment,
     replica,
     stop,

@@ -3,12 +3,13 @@ import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from 
 import { loadAccounts, type AccountsConfig } from '../config/accounts.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
 import { Lease, leaseHolder } from '../redis/lease.js';
-import { accountKeys, liveReplicas, type BridgeRedis } from '../redis/connection.js';
+import { type BridgeRedis } from '../redis/connection.js';
+import { readAccountStatus, readAccountsOverview } from '../redis/account-status.js';
 import { decideDurability, durabilityMessage, probeReplicas } from '../redis/durability.js';
 import { LeaseKeeper } from '../bridge/lease-keeper.js';
 import { createLogger } from '../ops/logger.js';
 import { BridgeMetrics } from '../ops/metrics.js';
-import { progressJson, progressOf, ProgressReporter, type Progress } from '../core/progress.js';
+import { progressOf, ProgressReporter, type Progress } from '../core/progress.js';
 import { KafkaPublisher } from '../kafka/publisher.js';
 import { newResyncRequest, parseResyncArgs, UsageError } from '../core/resync-request.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
@@ -236,133 +237,22 @@ async function restore(config: BridgeConfig): Promise<void> {
 async function overview(accounts: readonly BridgeConfig[]): Promise<void> {
   const { redis } = redisFromConfig(accounts[0]!);
   try {
-    const prefix = accounts[0]!.redis.keyPrefix;
     const ttlMs = Math.max(...accounts.map((c) => c.lease.ttlMs));
-    const replicas = await liveReplicas(redis, prefix, ttlMs);
-    const rows = await Promise.all(
-      accounts.map(async (config) => {
-        const keys = accountKeys(config.redis.keyPrefix, config.account);
-        const store = new SnapshotStore(redis, keys);
-        const [lease, checkpoint, pausedSince] = await Promise.all([
-          leaseHolder(redis, keys),
-          store.checkpoint(),
-          store.pausedSince(),
-        ]);
-        return {
-          account: config.account,
-          leader: lease?.holder ?? null,
-          initialLoadDone: checkpoint.initialDone,
-          watermark: iso(checkpoint.watermark),
-          lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
-          sweepInProgress: checkpoint.sweep !== null,
-          paused: pausedSince !== null,
-        };
-      }),
-    );
-    const leading: Record<string, string[]> = Object.fromEntries(replicas.map((r) => [r, []]));
-    for (const row of rows) if (row.leader) (leading[row.leader] ??= []).push(row.account);
-    console.log(
-      JSON.stringify(
-        {
-          accounts: rows.length,
-          unled: rows.filter((r) => r.leader === null).map((r) => r.account),
-          replicas: Object.entries(leading).map(([replica, led]) => ({
-            replica,
-            live: replicas.includes(replica),
-            leads: led,
-          })),
-          replicaTtlMs: ttlMs,
-          byAccount: rows,
-        },
-        null,
-        2,
-      ),
-    );
+    const refs = accounts.map((c) => ({ account: c.account, keyPrefix: c.redis.keyPrefix }));
+    console.log(JSON.stringify(await readAccountsOverview(redis, refs, ttlMs), null, 2));
   } finally {
     await redis.quit();
   }
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-
-/** What `status` reads of one account, before it is shaped for output. */
-export interface StatusFacts {
-  checkpoint: Awaited<ReturnType<SnapshotStore['checkpoint']>>;
-  size: number;
-  lease: Awaited<ReturnType<typeof leaseHolder>>;
-  sweepRequested: boolean;
-  pausedSince: number | null;
-  pass: Awaited<ReturnType<SnapshotStore['passProgress']>>;
-  resync: Awaited<ReturnType<SnapshotStore['pendingResync']>>;
-  changelog: Awaited<ReturnType<SnapshotStore['changelogState']>>;
-  restoreRequested: boolean;
-  durability: string | null;
-}
-
-/** The JSON `status` prints for one account at time `now`: ISO times, and the running pass's progress. */
-export function statusReport(account: string, f: StatusFacts, now: number) {
-  const { checkpoint, pass } = f;
-  // The leader's own progress record when it has one (it knows the resync totals); else the checkpoint's.
-  const running =
-    pass && pass.finishedAt === null
-      ? { kind: pass.kind, ...progressJson(progressOf({ ...pass, now }), now) }
-      : checkpoint.sweep
-        ? {
-            kind: checkpoint.sweep.kind,
-            ...progressJson(
-              progressOf({
-                seen: checkpoint.sweep.seen,
-                estimatedTotal: f.size,
-                startedAt: checkpoint.sweep.startedAt,
-                now,
-              }),
-              now,
-            ),
-          }
-        : null;
-  return {
-    account,
-    snapshotReviews: f.size,
-    watermark: iso(checkpoint.watermark),
-    initialLoadDone: checkpoint.initialDone,
-    sweepInProgress: checkpoint.sweep && { ...checkpoint.sweep, startedAt: iso(checkpoint.sweep.startedAt) },
-    sweepRequested: f.sweepRequested,
-    progress: running,
-    resyncRequested: f.resync && { ...f.resync, requestedAt: iso(f.resync.requestedAt) },
-    paused: f.pausedSince !== null,
-    pausedSince: iso(f.pausedSince),
-    // The Kafka changelog transaction Redis reflects (null: Redis holds no checkpoint; a restore is due).
-    changelogTxn: f.changelog.txn,
-    restoreRequested: f.restoreRequested,
-    lastSweepAt: iso(checkpoint.lastSweepAt),
-    lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
-    lease: f.lease,
-    // null: every Redis primary has the replicas REDIS_WAIT_REPLICAS needs; else why not.
-    redisDurability: f.durability,
-  };
-}
-
 async function status(config: BridgeConfig): Promise<void> {
-  const { redis, store, keys } = redisFromConfig(config);
+  const { redis } = redisFromConfig(config);
   try {
     const durability = await redisDurability(redis, config);
     // Reads the replicas have not confirmed rather than none: status must say why the bridge waits, not wait too.
     if (durability !== null) redis.durability.replicas = 0;
-    const [checkpoint, size, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested] =
-      await Promise.all([
-        store.checkpoint(),
-        store.size(),
-        leaseHolder(redis, keys),
-        redis.exists(keys.sweepRequest),
-        store.pausedSince(),
-        store.passProgress(),
-        store.pendingResync(),
-        store.changelogState(),
-        store.restoreRequested(),
-      ]);
-    const facts = { checkpoint, size, lease, sweepRequested: sweepRequested === 1, pausedSince, pass, resync };
-    const report = statusReport(config.account, { ...facts, changelog, restoreRequested, durability }, Date.now());
-    console.log(JSON.stringify(report, null, 2));
+    const ref = { account: config.account, keyPrefix: config.redis.keyPrefix };
+    console.log(JSON.stringify(await readAccountStatus(redis, ref, durability), null, 2));
   } finally {
     await redis.quit();
   }

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { readFileSync } from 'node:fs';
 import { readSecretSync, SecretError, type SecretSource } from './secrets.js';
+import { parseTokenFile, TokenFileError } from '../core/admin-tokens.js';
 import {
   FieldPolicySpecError,
   parseFieldPolicySpec,
@@ -264,6 +266,17 @@ export const EnvSchema = z.object({
   EVENT_SOURCE: optionalText.describe('CloudEvents source of the events (default urn:reviews-bridge:<account>)'),
   HTTP_HOST: z.string().min(1).default('0.0.0.0').describe('Address of the ops server (/metrics, /healthz, /readyz)'),
   HTTP_PORT: int(0, 65_535).default(9464).describe('Port of the ops server (0: any free port)'),
+  // The admin HTTP API (src/admin/): off unless ADMIN_PORT is set, on its own port so that a NetworkPolicy can admit
+  // it apart from /metrics; bearer tokens from ADMIN_TOKEN_FILE (docs/operations.md, Admin API).
+  ADMIN_PORT: unsetWhenBlank(int(0, 65_535)).describe(
+    'Port of the admin HTTP API (unset: no admin API; 0: any free port); needs ADMIN_TOKEN_FILE',
+  ),
+  ADMIN_HOST: optionalText.describe('Address of the admin API (default: HTTP_HOST)'),
+  ADMIN_TOKEN_FILE: optionalText.describe(
+    'File of the admin API bearer tokens, one name:token a line (or one bare token, named default); re-read when it changes',
+  ),
+  ADMIN_TLS_CERT_FILE: optionalText.describe('PEM certificate (chain) of the admin API: HTTPS with ADMIN_TLS_KEY_FILE'),
+  ADMIN_TLS_KEY_FILE: optionalText.describe('PEM private key of the admin API certificate'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')
@@ -370,6 +383,8 @@ export interface BridgeConfig {
   heartbeat: { intervalMs: number };
   eventSource: string;
   http: { host: string; port: number };
+  /** The admin HTTP API; null when ADMIN_PORT is not set. */
+  admin?: AdminConfig | null;
   logLevel: string;
   lease: { ttlMs: number };
   shutdownTimeoutMs: number;
@@ -377,6 +392,17 @@ export interface BridgeConfig {
   privacy: PrivacyConfig;
   /** File of the secret that keys fingerprints and event ids; null: a generated key kept in Redis. */
   fingerprintKeyFile: string | null;
+}
+
+/** Where and how the admin HTTP API listens. */
+export interface AdminConfig {
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  /** The bearer tokens (re-read when the file changes). */
+  tokenFile: string;
+  /** HTTPS with this certificate and key; null: plain HTTP. */
+  tls: { certFile: string; keyFile: string } | null;
 }
 
 /** PEM files of a TLS connection (paths; null when not set). */
@@ -574,6 +600,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     heartbeat: { intervalMs: e.HEARTBEAT_INTERVAL_MS },
     eventSource: e.EVENT_SOURCE ?? `urn:reviews-bridge:${e.BRIDGE_ACCOUNT}`,
     http: { host: e.HTTP_HOST, port: e.HTTP_PORT },
+    admin: adminConfig(e),
     logLevel: e.LOG_LEVEL,
     lease: { ttlMs: e.LEASE_TTL_MS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
@@ -594,6 +621,46 @@ function fingerprintKeyFile(e: Env): string | null {
     throw new ConfigError('FINGERPRINT_KEY_FILE', 'the key must be at least 16 bytes long');
   }
   return file;
+}
+
+function adminConfig(e: Env): AdminConfig | null {
+  if (e.ADMIN_PORT === undefined) {
+    const stray = (['ADMIN_TOKEN_FILE', 'ADMIN_TLS_CERT_FILE', 'ADMIN_TLS_KEY_FILE', 'ADMIN_HOST'] as const).find(
+      (name) => e[name] !== undefined,
+    );
+    if (stray) throw new ConfigError('ADMIN_PORT', `required when ${stray} is set (the admin API is off without it)`);
+    return null;
+  }
+  if (e.ADMIN_PORT !== 0 && e.ADMIN_PORT === e.HTTP_PORT) {
+    throw new ConfigError('ADMIN_PORT', 'must differ from HTTP_PORT (the admin API has its own port)');
+  }
+  if (!e.ADMIN_TOKEN_FILE) throw new ConfigError('ADMIN_TOKEN_FILE', 'required when ADMIN_PORT is set');
+  let text: string;
+  try {
+    text = readFileSync(e.ADMIN_TOKEN_FILE, 'utf8');
+  } catch {
+    throw new ConfigError('ADMIN_TOKEN_FILE', 'file cannot be read');
+  }
+  try {
+    parseTokenFile(text);
+  } catch (err) {
+    if (err instanceof TokenFileError) throw new ConfigError('ADMIN_TOKEN_FILE', err.message);
+    throw err;
+  }
+  const certFile = readableFile(e, 'ADMIN_TLS_CERT_FILE');
+  const keyFile = readableFile(e, 'ADMIN_TLS_KEY_FILE');
+  if ((certFile === null) !== (keyFile === null)) {
+    throw new ConfigError(
+      certFile ? 'ADMIN_TLS_KEY_FILE' : 'ADMIN_TLS_CERT_FILE',
+      `required with ${certFile ? 'ADMIN_TLS_CERT_FILE' : 'ADMIN_TLS_KEY_FILE'}`,
+    );
+  }
+  return {
+    host: e.ADMIN_HOST ?? e.HTTP_HOST,
+    port: e.ADMIN_PORT,
+    tokenFile: e.ADMIN_TOKEN_FILE,
+    tls: certFile && keyFile ? { certFile, keyFile } : null,
+  };
 }
 
 function readableFile(e: Env, setting: keyof Env): string | null {

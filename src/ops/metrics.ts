@@ -611,3 +611,50 @@ export function mergedMetrics(registries: () => readonly Registry[]): MetricsSou
     },
   };
 }
+
+/** What an admin API request asked for (a closed set: the route, never the path as sent). */
+export const ADMIN_ACTIONS = [
+  'openapi',
+  'list',
+  'status',
+  'pause',
+  'resume',
+  'sweep',
+  'resync',
+  'restore',
+  'unknown',
+] as const;
+
+/** An admin API request's route. */
+export type AdminAction = (typeof ADMIN_ACTIONS)[number];
+
+/** How an admin API request ended. */
+export const ADMIN_OUTCOMES = ['ok', 'bad_request', 'unauthorized', 'not_found', 'error'] as const;
+
+/** How an admin API request ended. */
+export type AdminOutcome = (typeof ADMIN_OUTCOMES)[number];
+
+/** The admin API's metrics (src/admin/): a registry of their own, on /metrics when the admin API is on. */
+export class AdminMetrics {
+  /** Merged into the ops server's /metrics. */
+  readonly registry = new Registry();
+  private readonly requests: Counter<'action' | 'outcome'>;
+
+  constructor() {
+    this.requests = new Counter({
+      name: `${PREFIX}admin_requests_total`,
+      help: 'Admin API requests by route (action) and outcome (ok, bad_request, unauthorized, not_found, error).',
+      labelNames: ['action', 'outcome'],
+      registers: [this.registry],
+    });
+    for (const action of ADMIN_ACTIONS) for (const outcome of ADMIN_OUTCOMES) this.requests.inc({ action, outcome }, 0);
+  }
+
+  /** Counts one admin request. */
+  request(action: AdminAction, outcome: AdminOutcome): void {
+    this.requests.inc({
+      action: ADMIN_ACTIONS.includes(action) ? action : 'unknown',
+      outcome: ADMIN_OUTCOMES.includes(outcome) ? outcome : 'error',
+    });
+  }
+}

@@ -313,6 +313,11 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('leaves the admin API off (an example is commented)', () => {
+    for (const [name, s] of bridgeRuns) expect(envOf(obj(s, name)).ADMIN_PORT, name).toBeUndefined();
+    expect(read('docker-compose.yml')).toMatch(/^\s*#\s*ADMIN_PORT:/m);
+  });
+
   it('credentials come from compose secrets through the *_FILE variables', () => {
     for (const [name, s] of bridgeRuns) {
       const service = obj(s, name);
@@ -496,6 +501,7 @@ describe('Kubernetes manifests', () => {
       'KAFKA_SASL_PASSWORD_FILE',
       'REDIS_PASSWORD_FILE',
       'EVENT_HASH_KEY_FILE',
+      'ADMIN_TOKEN_FILE',
     ]) {
       expect(fileVars).toContain(key);
     }
@@ -552,9 +558,10 @@ describe('Kubernetes manifests', () => {
     }
     expect(arr(spec.policyTypes)).toEqual(['Ingress', 'Egress']);
     const metricsPort = obj(arr(bridge.ports)[0], 'port').containerPort;
-    const ingressPorts = arr(spec.ingress).flatMap((r) =>
-      arr(obj(r, 'ingress rule').ports).map((p) => obj(p, 'port').port),
-    );
+    // Open to any source: the metrics port only (the admin port has a rule of its own, checked below).
+    const ingressPorts = arr(spec.ingress)
+      .filter((r) => obj(r, 'ingress rule').from === undefined)
+      .flatMap((r) => arr(obj(r, 'ingress rule').ports).map((p) => obj(p, 'port').port));
     expect(ingressPorts).toEqual([metricsPort]);
     const egressPorts = arr(spec.egress).flatMap((r) => {
       const rule = obj(r, 'egress rule');
@@ -573,8 +580,48 @@ describe('Kubernetes manifests', () => {
     );
   });
 
+  it('the admin API is exposed on purpose only: own port and Service, labelled callers, tokens from a Secret', () => {
+    const env = containerEnv();
+    const ports = arr(bridge.ports).map((p) => obj(p, 'port'));
+    const adminPort = ports.find((p) => p.name === 'http-admin');
+    expect(adminPort, 'a container port named http-admin').toBeDefined();
+    expect(String(adminPort!.containerPort)).toBe(env.ADMIN_PORT);
+    expect(env.ADMIN_PORT).not.toBe(env.HTTP_PORT);
+    // Its own Service, which the ServiceMonitor does not select, and the metrics Service does not carry the port.
+    const services = byKind('Service');
+    expect(services).toHaveLength(2);
+    const admin = services.find((x) => obj(x.metadata, 'metadata').name === 'reviews-bridge-admin');
+    expect(admin).toBeDefined();
+    const adminSpec = obj(admin!.spec, 'spec');
+    expect(arr(adminSpec.ports).map((p) => obj(p, 'port').targetPort)).toEqual(['http-admin']);
+    for (const [k, v] of Object.entries(obj(adminSpec.selector, 'selector'))) expect(podLabels[k], k).toBe(v);
+    const metricsService = services.find((x) => x !== admin)!;
+    expect(arr(obj(metricsService.spec, 'spec').ports).map((p) => obj(p, 'port').targetPort)).not.toContain(
+      'http-admin',
+    );
+    const smSelector = obj(obj(obj(one('ServiceMonitor').spec, 'spec').selector, 'selector').matchLabels, 'labels');
+    const adminLabels = obj(obj(admin!.metadata, 'metadata').labels, 'labels');
+    expect(Object.entries(smSelector).every(([k, v]) => adminLabels[k] === v)).toBe(false);
+    // The NetworkPolicy admits the admin port only from pods with a specific label, nothing else.
+    const rules = arr(obj(one('NetworkPolicy').spec, 'spec').ingress).map((r) => obj(r, 'ingress rule'));
+    const adminRules = rules.filter((r) => arr(r.ports).some((p) => obj(p, 'port').port === adminPort!.containerPort));
+    expect(adminRules).toHaveLength(1);
+    const from = arr(adminRules[0]!.from).map((f) => obj(f, 'peer'));
+    expect(from.length).toBeGreaterThan(0);
+    for (const peer of from) {
+      expect(Object.keys(peer)).toEqual(['podSelector']);
+      const labels = obj(obj(peer.podSelector, 'podSelector').matchLabels, 'matchLabels');
+      expect(Object.keys(labels).length, 'an empty selector admits every pod').toBeGreaterThan(0);
+      for (const key of Object.keys(labels))
+        expect(podLabels[key], 'the bridge pods must not admit themselves').toBeUndefined();
+    }
+    expect(arr(adminRules[0]!.ports).map((p) => obj(p, 'port').port)).toEqual([adminPort!.containerPort]);
+    // The tokens are a Secret mounted as a file (the credentials test checks every *_FILE the same way).
+    expect(env.ADMIN_TOKEN_FILE).toMatch(/^\/var\/run\/secrets\//);
+  });
+
   it('Service, ServiceMonitor and PodDisruptionBudget select the bridge pods and port', () => {
-    const service = one('Service');
+    const service = byKind('Service').find((x) => obj(x.metadata, 'metadata').name === 'reviews-bridge')!;
     const selector = obj(obj(service.spec, 'spec').selector, 'selector');
     for (const [k, v] of Object.entries(selector)) expect(podLabels[k], k).toBe(v);
     const portName = obj(arr(obj(service.spec, 'spec').ports)[0], 'port').targetPort;

@@ -1,0 +1,83 @@
+import {
+  accountStatus,
+  accountSummary,
+  accountsOverview,
+  type AccountStatus,
+  type AccountsOverview,
+} from '../core/account-status.js';
+import { accountKeys, liveReplicas, type BridgeRedis } from './connection.js';
+import { leaseHolder } from './lease.js';
+import { SnapshotStore } from './snapshot-store.js';
+
+// Reads what `status` shows of an account (and the admin API's GET /v1/accounts) from Redis: one implementation
+// for the command line and the admin API; the shape is src/core/account-status.ts.
+
+/** Which account, under which key prefix. */
+export interface AccountRef {
+  account: string;
+  keyPrefix: string;
+}
+
+/** One account's status as Redis records it now; `redisDurability` is what the caller knows of REDIS_WAIT_REPLICAS. */
+export async function readAccountStatus(
+  redis: BridgeRedis,
+  ref: AccountRef,
+  redisDurability: string | null,
+  clock: () => number = Date.now,
+): Promise<AccountStatus> {
+  const keys = accountKeys(ref.keyPrefix, ref.account);
+  const store = new SnapshotStore(redis, keys);
+  const [checkpoint, snapshotReviews, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested] =
+    await Promise.all([
+      store.checkpoint(),
+      store.size(),
+      leaseHolder(redis, keys),
+      store.sweepRequested(),
+      store.pausedSince(),
+      store.passProgress(),
+      store.pendingResync(),
+      store.changelogState(),
+      store.restoreRequested(),
+    ]);
+  return accountStatus(
+    {
+      account: ref.account,
+      checkpoint,
+      snapshotReviews,
+      lease,
+      sweepRequested,
+      pausedSince,
+      pass,
+      resync,
+      changelogTxn: changelog.txn,
+      restoreRequested,
+      redisDurability,
+    },
+    clock(),
+  );
+}
+
+/** Every account's overview line and the live replicas of the deployment (`ttlMs`: the longest lease ttl). */
+export async function readAccountsOverview(
+  redis: BridgeRedis,
+  refs: readonly AccountRef[],
+  ttlMs: number,
+): Promise<AccountsOverview> {
+  const prefix = refs[0]?.keyPrefix ?? '';
+  const [replicas, rows] = await Promise.all([
+    liveReplicas(redis, prefix, ttlMs),
+    Promise.all(
+      refs.map(async (ref) => {
+        const keys = accountKeys(ref.keyPrefix, ref.account);
+        const store = new SnapshotStore(redis, keys);
+        const [lease, checkpoint, pausedSince] = await Promise.all([
+          leaseHolder(redis, keys),
+          store.checkpoint(),
+          store.pausedSince(),
+        ]);
+        return accountSummary(ref.account, checkpoint, lease?.holder ?? null, pausedSince);
+      }),
+    ),
+  ]);
+  return accountsOverview(rows, replicas, ttlMs);
+}
