@@ -1,8 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/config.js';
 import { accountKeys, connectRedisFromConfig, type BridgeRedis } from '../../src/redis/connection.js';
 import { probeReplicas } from '../../src/redis/durability.js';
 import { bridgeForTest, eventually, initialLoadDone, simulatorForTest, testEnv } from '../helpers/bridge.js';
@@ -144,6 +147,52 @@ describe('Redis Sentinel over TLS', () => {
         `(${Date.now() - failedOverAt} ms after SENTINEL FAILOVER)`,
     );
   }, 120_000);
+
+  it("a rotated Sentinel password file is read at the next reconnect (the Sentinels' own ACL user)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rb-sentinel-pw-'));
+    const passwordFile = join(dir, 'sentinel-password');
+    const sentinels = [2, 3, 4].map((offset) => sentinel.member(sentinel.base + offset));
+    const onEverySentinel = (...args: string[]) => Promise.all(sentinels.map((s) => s.call('ACL', ...args)));
+    let client: BridgeRedis | null = null;
+    // The client's failover detector subscribes to every Sentinel it knows after each connection. Its connections
+    // get no error listener from ioredis: one still authenticating when the old password goes, or closed half-way
+    // through, would print its error. So each step waits until they are all subscribed.
+    const detectorSubscribed = () =>
+      waitFor(
+        async () => {
+          const lists = await Promise.all(sentinels.map((s) => s.call('CLIENT', 'LIST') as Promise<string>));
+          const mine = lists.map((l) => l.split('\n').filter((c) => c.includes(' user=rotating ')));
+          const subscribed = mine.every((m) => m.length > 0 && m.every((c) => c.includes(' cmd=subscribe ')));
+          return subscribed ? true : undefined;
+        },
+        10_000,
+        "the failover detector's subscriptions",
+        50,
+      );
+    try {
+      await onEverySentinel('SETUSER', 'rotating', 'on', '>first-pw-5e1a', '~*', '&*', '+@all');
+      writeFileSync(passwordFile, 'first-pw-5e1a\n');
+      const env = testEnv('http://127.0.0.1:9', {
+        ...sentinel.env,
+        REDIS_SENTINEL_USERNAME: 'rotating',
+        REDIS_SENTINEL_PASSWORD_FILE: passwordFile,
+      });
+      client = connectRedisFromConfig(loadConfig(env).redis);
+      expect(await client.ping()).toBe('PONG');
+      await detectorSubscribed();
+      // Rotation: the new password added on every Sentinel, the file replaced, the old password removed.
+      await onEverySentinel('SETUSER', 'rotating', '>second-pw-77c0', '<first-pw-5e1a');
+      writeFileSync(passwordFile, 'second-pw-77c0\n');
+      client.disconnect(true);
+      expect(await client.ping()).toBe('PONG');
+      expect((client as Redis).options.sentinelPassword).toBe('second-pw-77c0');
+      await detectorSubscribed();
+    } finally {
+      client?.disconnect();
+      sentinels.forEach((s) => s.disconnect());
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe('Redis Cluster over TLS', () => {
