@@ -247,8 +247,8 @@ export interface RedisAuth {
 /**
  * ioredis options of the configuration: ACL user and password (kept out of the URL) and TLS, for every connection
  * the client opens. On a Sentinel target TLS covers the Sentinels (sentinelTLS) and the primary they announce
- * (enableTLSForSentinelMode), which the Sentinels' own credentials reach; on a Cluster, connectRedis hands the
- * same options to every node.
+ * (enableTLSForSentinelMode), and the Sentinels get credentials of their own (sentinelUsername/sentinelPassword);
+ * on a Cluster, connectRedis hands the same options to every node.
  */
 export function redisOptions(config: RedisAuth): RedisOptions {
   const options: RedisOptions = {};
