@@ -7,7 +7,7 @@ import { replicaId } from '../redis/lease.js';
 import type { LoopHealth } from '../bridge/loop.js';
 import { mergedMetrics, type BridgeMetrics } from '../ops/metrics.js';
 import { startOpsServer, type OpsServer, type ReadinessResult } from '../ops/http-server.js';
-import { accountKeys, connectRedis, redisOptions, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
+import { accountKeys, connectRedisFromConfig, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
 import { startAdminServer, type AdminServer } from '../admin/server.js';
@@ -45,7 +45,7 @@ export function redisFromConfig(config: BridgeConfig): {
   store: SnapshotStore;
   keys: ReturnType<typeof accountKeys>;
 } {
-  const redis = connectRedis(config.redis, redisOptions(config.redis), config.redis.password);
+  const redis = connectRedisFromConfig(config.redis);
   const keys = accountKeys(config.redis.keyPrefix, config.account);
   return { redis, store: new SnapshotStore(redis, keys), keys };
 }
@@ -63,7 +63,7 @@ export async function startApp(
   const first = list[0];
   if (!first) throw new Error('startApp: no account to run');
   const several = list.length > 1;
-  const redis = connectRedis(first.redis, redisOptions(first.redis), first.redis.password);
+  const redis = connectRedisFromConfig(first.redis);
   // A REDIS_WAIT_REPLICAS no primary can meet would make every write wait for ever: refuse it now, by name.
   const durability = new DurabilityWatch(redis, first.redis, { logger });
   if (first.redis.waitReplicas > 0) {

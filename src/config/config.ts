@@ -28,6 +28,12 @@ const hostPorts = z
   .transform((v) => v.split(',').map((b) => b.trim()))
   .refine((list) => list.every((b) => /^[^:\s]+:\d{1,5}$/.test(b)), 'a comma-separated list of host:port');
 
+// Sentinel and Cluster addresses: host:port only; a rediss:// entry is refused with the setting that means it.
+const redisHostPorts = z
+  .string()
+  .refine((v) => !v.includes('://'), 'host:port entries without a scheme (for TLS set REDIS_TLS=true)')
+  .pipe(hostPorts);
+
 // The three Redis address settings exclude each other; an empty one (KEY= in a manifest) counts as unset.
 const unsetWhenBlank = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema.optional());
@@ -197,11 +203,11 @@ export const EnvSchema = z.object({
   REDIS_URL: unsetWhenBlank(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')).describe(
     'A single Redis: redis:// or rediss://; one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
   ),
-  REDIS_SENTINELS: unsetWhenBlank(hostPorts).describe(
+  REDIS_SENTINELS: unsetWhenBlank(redisHostPorts).describe(
     'Redis Sentinels host:port,... (with REDIS_SENTINEL_NAME); one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
   ),
   REDIS_SENTINEL_NAME: optionalText.describe('Name of the primary the Sentinels monitor'),
-  REDIS_CLUSTER_NODES: unsetWhenBlank(hostPorts).describe(
+  REDIS_CLUSTER_NODES: unsetWhenBlank(redisHostPorts).describe(
     'Redis Cluster seed nodes host:port,...; one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
   ),
   // Replica acknowledgements (WAIT) every commit and lease change needs before the bridge goes on; unset:
@@ -222,9 +228,20 @@ export const EnvSchema = z.object({
   REDIS_USERNAME: optionalText.describe('Redis ACL user (the default user when only a password is set)'),
   REDIS_PASSWORD: optionalText.describe('Redis password (prefer REDIS_PASSWORD_FILE)'),
   REDIS_PASSWORD_FILE: optionalText.describe('File holding the Redis password, re-read at every reconnect'),
-  REDIS_TLS_CA_FILE: optionalText.describe('PEM CA bundle to trust for Redis (rediss:// only)'),
-  REDIS_TLS_CERT_FILE: optionalText.describe('PEM client certificate for Redis (rediss:// only)'),
-  REDIS_TLS_KEY_FILE: optionalText.describe('PEM client key for Redis (rediss:// only)'),
+  REDIS_TLS_CA_FILE: optionalText.describe('PEM CA bundle to trust for Redis (rediss:// or REDIS_TLS=true)'),
+  REDIS_TLS_CERT_FILE: optionalText.describe('PEM client certificate for Redis (rediss:// or REDIS_TLS=true)'),
+  REDIS_TLS_KEY_FILE: optionalText.describe('PEM client key for Redis (rediss:// or REDIS_TLS=true)'),
+  // Sentinel and Cluster addresses are host:port lists without a scheme: this switch is their rediss://.
+  REDIS_TLS: unsetWhenBlank(bool).describe(
+    'TLS to every Redis member: the Sentinels, the primary and replicas they announce, each Cluster node (REDIS_TLS_* files apply to all); a rediss:// REDIS_URL implies it',
+  ),
+  REDIS_SENTINEL_USERNAME: optionalText.describe('ACL user of the Sentinels themselves (REDIS_SENTINELS only)'),
+  REDIS_SENTINEL_PASSWORD: optionalText.describe(
+    'Password of the Sentinels themselves, when they require one (prefer REDIS_SENTINEL_PASSWORD_FILE)',
+  ),
+  REDIS_SENTINEL_PASSWORD_FILE: optionalText.describe(
+    "File holding the Sentinels' password, re-read at every reconnect",
+  ),
   REDIS_KEY_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.:-]{1,32}$/)
@@ -371,8 +388,13 @@ export interface BridgeConfig {
     /** ACL user (REDIS_USERNAME) and password source, kept out of the URL so they are never logged with it. */
     username?: string | null;
     password?: SecretSource | null;
-    /** TLS files of a rediss:// REDIS_URL. */
+    /** TLS files of a rediss:// REDIS_URL, or of every member when tlsEnabled. */
     tls?: TlsFiles;
+    /** TLS to every member (REDIS_TLS; a rediss:// REDIS_URL is TLS whatever this says). */
+    tlsEnabled?: boolean;
+    /** ACL user and password source of the Sentinels themselves (REDIS_SENTINEL_*); null: no AUTH to them. */
+    sentinelUsername?: string | null;
+    sentinelPassword?: SecretSource | null;
   };
   /** Polls start every intervalMs whatever else runs, from the watermark minus overlapMs. */
   poll: { intervalMs: number; overlapMs: number };
@@ -506,10 +528,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError('REDIS_URL', 'must not contain a password (use REDIS_PASSWORD_FILE and REDIS_USERNAME)');
   }
   const redisTls = tlsFiles(e, 'REDIS_TLS');
-  if (redisUrl?.protocol !== 'rediss:' && Object.values(redisTls).some((f) => f !== null)) {
-    throw new ConfigError('REDIS_URL', 'must be rediss:// when REDIS_TLS_* files are set');
-  }
+  const redisTlsEnabled = redisTlsSwitch(e, redisUrl, redisTls);
   const redisPassword = secret(env, 'REDIS_PASSWORD', false);
+  const sentinelPassword = secret(env, 'REDIS_SENTINEL_PASSWORD', false);
+  if (!e.REDIS_SENTINELS && (sentinelPassword || e.REDIS_SENTINEL_USERNAME)) {
+    const setting = e.REDIS_SENTINEL_USERNAME ? 'REDIS_SENTINEL_USERNAME' : 'REDIS_SENTINEL_PASSWORD';
+    throw new ConfigError(setting, 'only used with REDIS_SENTINELS');
+  }
+  if (e.REDIS_SENTINEL_USERNAME && !sentinelPassword) {
+    throw new ConfigError('REDIS_SENTINEL_PASSWORD', 'required when REDIS_SENTINEL_USERNAME is set (or its _FILE)');
+  }
   // A name may carry {account}: a topic per account (see "Accounts and topics" in docs/operations.md).
   const topic = (setting: keyof Env & `KAFKA_TOPIC_${string}`): string => {
     const name = String(e[setting]).replaceAll('{account}', e.BRIDGE_ACCOUNT);
@@ -592,6 +620,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       username: e.REDIS_USERNAME ?? null,
       password: redisPassword,
       tls: redisTls,
+      tlsEnabled: redisTlsEnabled,
+      sentinelUsername: e.REDIS_SENTINEL_USERNAME ?? null,
+      sentinelPassword,
     },
     poll: { intervalMs: pollIntervalMs, overlapMs: e.POLL_OVERLAP_MS },
     sweep: { intervalMs: e.SWEEP_INTERVAL_MS },
@@ -717,6 +748,24 @@ function privacyConfig(e: Env): PrivacyConfig {
 }
 
 const REDIS_TARGETS = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'] as const;
+
+// One answer to "TLS to Redis?" whatever the topology: the URL's scheme for a single Redis (REDIS_TLS may only
+// agree with it), REDIS_TLS for Sentinel and Cluster; certificate files without TLS are a mistake, not a no-op.
+function redisTlsSwitch(e: Env, url: URL | null, files: TlsFiles): boolean {
+  const filesSet = Object.values(files).some((f) => f !== null);
+  if (url) {
+    const rediss = url.protocol === 'rediss:';
+    if (e.REDIS_TLS === true && !rediss) throw new ConfigError('REDIS_TLS', 'true needs a rediss:// REDIS_URL');
+    if (e.REDIS_TLS === false && rediss)
+      throw new ConfigError('REDIS_TLS', 'false contradicts the rediss:// REDIS_URL');
+    if (filesSet && !rediss) throw new ConfigError('REDIS_URL', 'must be rediss:// when REDIS_TLS_* files are set');
+    return rediss;
+  }
+  if (filesSet && e.REDIS_TLS !== true) {
+    throw new ConfigError('REDIS_TLS', 'must be true when REDIS_TLS_* files are set (Sentinel or Cluster)');
+  }
+  return e.REDIS_TLS === true;
+}
 
 function redisTarget(e: z.infer<typeof EnvSchema>): RedisTarget {
   const set = REDIS_TARGETS.filter((name) => e[name] !== undefined);

@@ -43,12 +43,14 @@ export { ReplicationError };
 
 /**
  * Connects to Redis (a redis:// URL or a configured target); commands fail fast while it is down. `options` carry
- * the ACL user, password and TLS (redisOptions); a file-mounted password is re-read before every reconnect.
+ * the ACL user, password and TLS (redisOptions); a file-mounted password (and the Sentinels' one) is re-read
+ * before every reconnect.
  */
 export function connectRedis(
   spec: string | RedisConnection,
   options: RedisOptions = {},
   passwordSource?: SecretSource | null,
+  sentinelPasswordSource?: SecretSource | null,
 ): BridgeRedis {
   const connection: RedisConnection =
     typeof spec === 'string'
@@ -69,6 +71,11 @@ export function connectRedis(
   if (target.kind === 'cluster') {
     client = new Cluster(target.nodes, {
       redisOptions: common,
+      // With TLS the seed names are kept (not resolved to addresses first), so each certificate is checked
+      // against the name the operator gave; the nodes found later are checked against what the Cluster announces.
+      ...(common.tls
+        ? { dnsLookup: (address: string, done: (err: null, address: string) => void) => done(null, address) }
+        : {}),
       scaleReads: 'master',
       enableAutoPipelining: false,
       // After a primary dies, the cluster needs its node timeout plus an election to promote the replica.
@@ -94,11 +101,15 @@ export function connectRedis(
     client = new Redis(target.url, common);
   }
   // A rotated password needs no restart (a Cluster keeps the one it was given: its nodes reconnect on their own).
-  if (passwordSource && client instanceof Redis) {
+  if ((passwordSource || sentinelPasswordSource) && client instanceof Redis) {
     const redis = client;
     redis.on('reconnecting', () => {
       try {
-        redis.options.password = readSecretSync(passwordSource, 'Redis password');
+        if (passwordSource) redis.options.password = readSecretSync(passwordSource, 'Redis password');
+        if (sentinelPasswordSource) {
+          // The Sentinel connector reads the same options object when it asks the Sentinels again.
+          redis.options.sentinelPassword = readSecretSync(sentinelPasswordSource, 'Redis Sentinel password');
+        }
       } catch {
         // Keep the last password; the failed AUTH is reported through failed commands.
       }
@@ -222,14 +233,39 @@ export interface RedisAuth {
   username?: string | null;
   password?: SecretSource | null;
   tls?: TlsFiles;
+  /** TLS to every member of a Sentinel or Cluster target (REDIS_TLS); a rediss:// URL is TLS by itself. */
+  tlsEnabled?: boolean;
+  /** Credentials of the Sentinels themselves (a Sentinel target only). */
+  sentinelUsername?: string | null;
+  sentinelPassword?: SecretSource | null;
 }
 
-/** ioredis options of the configuration: ACL user and password (kept out of the URL), TLS files for rediss://. */
+/**
+ * ioredis options of the configuration: ACL user and password (kept out of the URL) and TLS, for every connection
+ * the client opens. On a Sentinel target TLS covers the Sentinels (sentinelTLS) and the primary they announce
+ * (enableTLSForSentinelMode), and the Sentinels get credentials of their own (sentinelUsername/sentinelPassword);
+ * on a Cluster, connectRedis hands the same options to every node.
+ */
 export function redisOptions(config: RedisAuth): RedisOptions {
   const options: RedisOptions = {};
   if (config.username) options.username = config.username;
   if (config.password) options.password = readSecretSync(config.password, 'Redis password');
   const url = config.url ?? (config.target?.kind === 'standalone' ? config.target.url : '');
-  if (url.startsWith('rediss://')) options.tls = readTlsFiles(config.tls);
+  if (url.startsWith('rediss://') || config.tlsEnabled) options.tls = readTlsFiles(config.tls);
+  if (config.target?.kind === 'sentinel') {
+    if (options.tls) {
+      options.enableTLSForSentinelMode = true;
+      options.sentinelTLS = options.tls;
+    }
+    if (config.sentinelUsername) options.sentinelUsername = config.sentinelUsername;
+    if (config.sentinelPassword) {
+      options.sentinelPassword = readSecretSync(config.sentinelPassword, 'Redis Sentinel password');
+    }
+  }
   return options;
+}
+
+/** The client of a configuration: redisOptions, with the password files re-read at every reconnect. */
+export function connectRedisFromConfig(config: RedisConnection & RedisAuth): BridgeRedis {
+  return connectRedis(config, redisOptions(config), config.password, config.sentinelPassword);
 }

@@ -92,12 +92,22 @@ export function parseClusterNodes(nodes: string): PrimaryReplicas[] {
     });
 }
 
-/** Replicas known to the Sentinels for `name` (SENTINEL REPLICAS), or null when no Sentinel answers. */
-async function sentinelReplicaCount(target: Extract<RedisTarget, { kind: 'sentinel' }>): Promise<number | null> {
+/**
+ * Replicas known to the Sentinels for `name` (SENTINEL REPLICAS), or null when no Sentinel answers. `via` is the
+ * bridge's client: its Sentinel TLS and credentials are the ones to use.
+ */
+async function sentinelReplicaCount(
+  target: Extract<RedisTarget, { kind: 'sentinel' }>,
+  via: Redis,
+): Promise<number | null> {
+  const { sentinelTLS, sentinelUsername, sentinelPassword } = via.options;
   for (const sentinel of target.sentinels) {
     const client = new Redis({
       host: sentinel.host,
       port: sentinel.port,
+      ...(sentinelTLS ? { tls: sentinelTLS } : {}),
+      ...(sentinelUsername ? { username: sentinelUsername } : {}),
+      ...(sentinelPassword ? { password: sentinelPassword } : {}),
       lazyConnect: true,
       connectTimeout: 2_000,
       maxRetriesPerRequest: 0,
@@ -128,7 +138,8 @@ export async function probeReplicas(redis: BridgeRedis, target: RedisTarget): Pr
     primary = `${url.hostname}:${url.port || 6379}`;
   }
   // A single primary does not list a replica that went away; the Sentinels still do.
-  const known = target.kind === 'sentinel' ? ((await sentinelReplicaCount(target)) ?? connected) : connected;
+  const known =
+    target.kind === 'sentinel' ? ((await sentinelReplicaCount(target, redis as Redis)) ?? connected) : connected;
   return [{ primary, known: Math.max(known, connected), connected }];
 }
 

@@ -3,7 +3,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { startApp, type App, type AppOptions } from '../../src/app/app.js';
 import { loadConfig, type BridgeConfig } from '../../src/config/config.js';
-import { accountKeys, connectRedis, redisOptions } from '../../src/redis/connection.js';
+import { accountKeys, connectRedisFromConfig } from '../../src/redis/connection.js';
 import { SnapshotStore } from '../../src/redis/snapshot-store.js';
 import { bridgeRedisEnv, kafkaBrokers, uniqueName } from './services.js';
 
@@ -76,7 +76,7 @@ export function topicsOf(env: Record<string, string>): BridgeConfig['kafka']['to
 export async function startTestBridge(env: Record<string, string>, options: AppOptions = {}): Promise<TestBridge> {
   const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
-  const redis = connectRedis(config.redis, redisOptions(config.redis), config.redis.password);
+  const redis = connectRedisFromConfig(config.redis);
   const store = new SnapshotStore(redis, accountKeys(config.redis.keyPrefix, config.account));
   let app = await startApp(config, logger, options);
   let stopped = false;

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import type { RedisTarget } from '../../src/config/config.js';
-import { script } from './processes.js';
+import { ROOT, script } from './processes.js';
 
 // The production-shaped topologies of the failover tests, run by the project's scripts on free loopback ports:
 // a three-broker Kafka (scripts/kafka-cluster.sh), Redis with Sentinel or a Redis Cluster (scripts/redis-topology.sh).
@@ -137,25 +138,51 @@ export class RedisTopology {
     readonly base: number,
     /** Replicas per Cluster primary (0: three bare primaries, as `redis-cli --cluster create` makes by default). */
     readonly clusterReplicas: 0 | 1 = 1,
+    /** Secured (REDIS_TOPOLOGY_TLS): TLS only, client certificates required, ACL users, the default user off. */
+    readonly tls = false,
   ) {}
 
   /** Picks free ports. */
-  static async onFreePorts(kind: 'sentinel' | 'cluster', clusterReplicas: 0 | 1 = 1): Promise<RedisTopology> {
+  static async onFreePorts(
+    kind: 'sentinel' | 'cluster',
+    clusterReplicas: 0 | 1 = 1,
+    tls = false,
+  ): Promise<RedisTopology> {
     const base = kind === 'cluster' ? await freeBase(6, 10_000) : await freeBase(5);
-    return new RedisTopology(kind, base, clusterReplicas);
+    return new RedisTopology(kind, base, clusterReplicas, tls);
   }
 
   /** A topology on free ports, started before the file's tests and stopped after them. */
-  static async forFile(kind: 'sentinel' | 'cluster', clusterReplicas: 0 | 1 = 1): Promise<RedisTopology> {
-    const topology = await RedisTopology.onFreePorts(kind, clusterReplicas);
+  static async forFile(kind: 'sentinel' | 'cluster', clusterReplicas: 0 | 1 = 1, tls = false): Promise<RedisTopology> {
+    const topology = await RedisTopology.onFreePorts(kind, clusterReplicas, tls);
     beforeAll(() => topology.start(), 60_000);
     afterAll(() => topology.stop(), 60_000);
     return topology;
   }
 
+  /** Where the script writes a secured topology's certificates and passwords (see scripts/redis-topology.sh). */
+  get tlsDir(): string {
+    return `${ROOT}.run/redis-${this.kind}-${this.base}/tls`;
+  }
+
   /** The bridge's Redis settings for this topology (REDIS_URL blank: exactly one target may be set). */
   get env(): Record<string, string> {
-    const list = (from: number, n: number) => Array.from({ length: n }, (_, i) => `127.0.0.1:${from + i}`).join(',');
+    // A secured topology is named as its certificate names it.
+    const host = this.tls ? 'localhost' : '127.0.0.1';
+    const list = (from: number, n: number) => Array.from({ length: n }, (_, i) => `${host}:${from + i}`).join(',');
+    const secured: Record<string, string> = this.tls
+      ? {
+          REDIS_TLS: 'true',
+          REDIS_TLS_CA_FILE: `${this.tlsDir}/ca.pem`,
+          REDIS_TLS_CERT_FILE: `${this.tlsDir}/client.pem`,
+          REDIS_TLS_KEY_FILE: `${this.tlsDir}/client.key`,
+          REDIS_USERNAME: 'bridge',
+          REDIS_PASSWORD_FILE: `${this.tlsDir}/bridge.password`,
+          ...(this.kind === 'sentinel'
+            ? { REDIS_SENTINEL_USERNAME: 'bridge', REDIS_SENTINEL_PASSWORD_FILE: `${this.tlsDir}/bridge.password` }
+            : {}),
+        }
+      : {};
     return this.kind === 'sentinel'
       ? // The failover tests check that replica-confirmed commits never go back: they ask for one replica.
         {
@@ -163,12 +190,36 @@ export class RedisTopology {
           REDIS_SENTINELS: list(this.base + 2, 3),
           REDIS_SENTINEL_NAME: 'bridge',
           REDIS_WAIT_REPLICAS: '1',
+          ...secured,
         }
       : {
           REDIS_URL: '',
           REDIS_CLUSTER_NODES: list(this.base, 3 * (1 + this.clusterReplicas)),
           REDIS_WAIT_REPLICAS: this.clusterReplicas > 0 ? '1' : '',
+          ...secured,
         };
+  }
+
+  /**
+   * ioredis options of the topology's admin user for a secured topology (TLS with the client certificate, to the
+   * members and, through a Sentinel target, to the Sentinels); none for a plain one.
+   */
+  adminOptions(): RedisOptions {
+    if (!this.tls) return {};
+    const tls = {
+      ca: readFileSync(`${this.tlsDir}/ca.pem`),
+      cert: readFileSync(`${this.tlsDir}/client.pem`),
+      key: readFileSync(`${this.tlsDir}/client.key`),
+    };
+    const password = readFileSync(`${this.tlsDir}/admin.password`, 'utf8').trim();
+    return {
+      tls,
+      username: 'admin',
+      password,
+      ...(this.kind === 'sentinel'
+        ? { enableTLSForSentinelMode: true, sentinelTLS: tls, sentinelUsername: 'admin', sentinelPassword: password }
+        : {}),
+    };
   }
 
   get address(): RedisTarget {
@@ -176,7 +227,9 @@ export class RedisTopology {
   }
 
   async start(): Promise<string> {
-    const out = await this.script([this.kind, 'start', String(this.base)]);
+    const out = await this.script([this.kind, 'start', String(this.base)], {
+      REDIS_TOPOLOGY_TLS: this.tls ? 'yes' : 'no',
+    });
     if (this.kind === 'cluster' && this.clusterReplicas > 0) await this.replicasAttached();
     return out;
   }
@@ -184,7 +237,7 @@ export class RedisTopology {
   // A new Cluster serves its slots before every replica has attached; a bridge started then would find a primary
   // without the replica REDIS_WAIT_REPLICAS asks for and refuse to start.
   private async replicasAttached(): Promise<void> {
-    const client = openRedis(this.address, { maxRetriesPerRequest: 1 });
+    const client = openRedis(this.address, { maxRetriesPerRequest: 1, ...this.adminOptions() });
     try {
       const deadline = Date.now() + 60_000;
       for (;;) {
@@ -214,13 +267,20 @@ export class RedisTopology {
     return this.script([this.kind, 'start-member', String(port), String(this.base)]);
   }
 
-  private script(args: string[]): Promise<string> {
-    return script('redis-topology.sh', args, 300_000, { REDIS_CLUSTER_REPLICAS: String(this.clusterReplicas) });
+  private script(args: string[], env: Record<string, string> = {}): Promise<string> {
+    return script('redis-topology.sh', args, 300_000, { REDIS_CLUSTER_REPLICAS: String(this.clusterReplicas), ...env });
   }
 
-  /** A direct connection to one member (for SENTINEL and CLUSTER commands). */
+  /** A direct connection to one member (for SENTINEL and CLUSTER commands; as the admin user when secured). */
   member(port: number): Redis {
-    const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1, lazyConnect: true });
+    const { tls, username, password } = this.adminOptions();
+    const client = new Redis({
+      host: '127.0.0.1',
+      port,
+      maxRetriesPerRequest: 1,
+      lazyConnect: true,
+      ...(tls ? { tls, username, password } : {}),
+    });
     client.on('error', () => undefined);
     return client;
   }
