@@ -340,6 +340,12 @@ async function status(config: BridgeConfig): Promise<void> {
           restoreRequested,
           lastSweepAt: iso(checkpoint.lastSweepAt),
           lastIncrementalAt: iso(checkpoint.lastIncrementalAt),
+          // Deferred: the last complete sweeps told no deletions (records whose id cannot be read; bad-input.md).
+          deletionDetection: {
+            deferredSweeps: checkpoint.deferredSweeps,
+            deferredReason: checkpoint.deferredReason,
+            unreadableRecords: checkpoint.unreadable?.length ?? null,
+          },
           lease,
           // null: every Redis primary has the replicas REDIS_WAIT_REPLICAS needs; else why not.
           redisDurability: durability,

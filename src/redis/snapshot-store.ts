@@ -195,6 +195,9 @@ export class SnapshotStore {
       sweep: ckpt.sweep,
       ...(ckpt.lastSweepAt !== null ? { lastSweepAt: ckpt.lastSweepAt } : {}),
       ...(ckpt.lastIncrementalAt !== null ? { lastIncrementalAt: ckpt.lastIncrementalAt } : {}),
+      unreadable: ckpt.unreadable,
+      deferredSweeps: ckpt.deferredSweeps,
+      deferredReason: ckpt.deferredReason,
     });
     pairs.push('txn', String(ckpt.txn), 'kafka_cluster', cluster);
     for (const [partition, offset] of Object.entries(offsets)) pairs.push(`clo:${partition}`, String(offset));
@@ -241,6 +244,9 @@ export class SnapshotStore {
         : null,
       lastSweepAt: num(h.last_sweep_at),
       lastIncrementalAt: num(h.last_incremental_at),
+      unreadable: decodeUnreadable(h.unreadable),
+      deferredSweeps: num(h.deferred_sweeps) ?? 0,
+      deferredReason: h.deferred_reason ? h.deferred_reason : null,
     };
   }
 
@@ -444,12 +450,22 @@ function fieldOf(id: number): string {
   return String(id % 2 ** BUCKET_BITS);
 }
 
+// The digests of a checkpoint's unreadable records, as checkpointPairs writes them (anything else: unknown).
+function decodeUnreadable(text: string | undefined): string[] | null {
+  if (text === undefined || !text.startsWith('v1:')) return null;
+  return text.length === 3 ? [] : text.slice(3).split(',');
+}
+
 function checkpointPairs(u: CheckpointUpdate): string[] {
   const pairs: string[] = [];
   if (u.watermark !== undefined) pairs.push('watermark', String(u.watermark));
   if (u.initialDone !== undefined) pairs.push('initial_done', u.initialDone ? '1' : '');
   if (u.lastSweepAt !== undefined) pairs.push('last_sweep_at', String(u.lastSweepAt));
   if (u.lastIncrementalAt !== undefined) pairs.push('last_incremental_at', String(u.lastIncrementalAt));
+  // An empty value deletes a field: the versioned form keeps an empty list apart from an unknown one (no field).
+  if (u.unreadable !== undefined) pairs.push('unreadable', u.unreadable === null ? '' : `v1:${u.unreadable.join(',')}`);
+  if (u.deferredSweeps !== undefined) pairs.push('deferred_sweeps', String(u.deferredSweeps));
+  if (u.deferredReason !== undefined) pairs.push('deferred_reason', u.deferredReason ?? '');
   if (u.sweep !== undefined) {
     const s = u.sweep;
     pairs.push(

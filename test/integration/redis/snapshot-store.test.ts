@@ -66,6 +66,24 @@ describe('SnapshotStore', () => {
     expect((await store.read([1])).get(1)?.sequence).toBe(2);
   });
 
+  it('keeps what deletion detection remembers of unreadable records: none, an empty list, digests', async () => {
+    const { store, lease } = setup();
+    const epoch = await lease.renew();
+    await store.commit(epoch, [], { lastSweepAt: 1 });
+    expect(await store.checkpoint()).toMatchObject({ unreadable: null, deferredSweeps: 0, deferredReason: null });
+    await store.commit(epoch, [], { unreadable: [], deferredSweeps: 0, deferredReason: null });
+    expect((await store.checkpoint()).unreadable).toEqual([]);
+    const digests = ['0123456789abcdef', '0123456789abcdef', 'fedcba9876543210'];
+    await store.commit(epoch, [], { unreadable: digests, deferredSweeps: 2, deferredReason: 'new_unreadable' });
+    expect(await store.checkpoint()).toMatchObject({
+      unreadable: digests,
+      deferredSweeps: 2,
+      deferredReason: 'new_unreadable',
+    });
+    await store.commit(epoch, [], { unreadable: null, deferredSweeps: 0, deferredReason: null });
+    expect(await store.checkpoint()).toMatchObject({ unreadable: null, deferredSweeps: 0, deferredReason: null });
+  });
+
   it('never moves the watermark back', async () => {
     const { store, lease } = setup();
     const epoch = await lease.renew();
