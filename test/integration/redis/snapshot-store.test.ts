@@ -1,3 +1,4 @@
+import { EMPTY_CHANGELOG_CHECKPOINT } from '../../../src/core/changelog.js';
 import { describe, expect, it } from 'vitest';
 import { Lease } from '../../../src/redis/lease.js';
 import { accountKeys, connectRedis, ReplicationError, type BridgeRedis } from '../../../src/redis/connection.js';
@@ -82,6 +83,14 @@ describe('SnapshotStore', () => {
     });
     await store.commit(epoch, [], { unreadable: null, deferredSweeps: 0, deferredReason: null });
     expect(await store.checkpoint()).toMatchObject({ unreadable: null, deferredSweeps: 0, deferredReason: null });
+    // A restore from the Kafka changelog brings them back.
+    const restored = { ...EMPTY_CHANGELOG_CHECKPOINT, txn: 4, unreadable: digests, deferredSweeps: 1 };
+    await store.restoreFinish(epoch, { ...restored, deferredReason: 'new_unreadable' }, {}, 'cluster');
+    expect(await store.checkpoint()).toMatchObject({
+      unreadable: digests,
+      deferredSweeps: 1,
+      deferredReason: 'new_unreadable',
+    });
   });
 
   it('never moves the watermark back', async () => {
