@@ -573,6 +573,9 @@ function movesCheckpoint(before: Checkpoint, after: Checkpoint): boolean {
     before.watermark !== after.watermark ||
     before.initialDone !== after.initialDone ||
     before.lastSweepAt !== after.lastSweepAt ||
+    before.deferredSweeps !== after.deferredSweeps ||
+    before.deferredReason !== after.deferredReason ||
+    JSON.stringify(before.unreadable) !== JSON.stringify(after.unreadable) ||
     JSON.stringify(before.sweep) !== JSON.stringify(after.sweep)
   );
 }

@@ -64,6 +64,13 @@ export const AccountStatusSchema = z.object({
   restoreRequested: z.boolean(),
   lastSweepAt: isoOrNull,
   lastIncrementalAt: isoOrNull,
+  deletionDetection: z
+    .object({
+      deferredSweeps: z.number().int().nonnegative().describe('complete sweeps in a row that told no deletions'),
+      deferredReason: z.string().nullable().describe('why the last complete sweep deferred them, if it did'),
+      unreadableRecords: z.number().int().nonnegative().nullable().describe('records whose id cannot be read'),
+    })
+    .describe('deletion detection deferred by records whose id cannot be read (docs/bad-input.md)'),
   lease: LeaseStatusSchema.nullable(),
   redisDurability: z.string().nullable().describe('null: Redis meets REDIS_WAIT_REPLICAS; else why not'),
 });
@@ -176,6 +183,11 @@ export function accountStatus(r: AccountRecords, now: number): AccountStatus {
     restoreRequested: r.restoreRequested,
     lastSweepAt: toIso(checkpoint.lastSweepAt),
     lastIncrementalAt: toIso(checkpoint.lastIncrementalAt),
+    deletionDetection: {
+      deferredSweeps: checkpoint.deferredSweeps,
+      deferredReason: checkpoint.deferredReason,
+      unreadableRecords: checkpoint.unreadable?.length ?? null,
+    },
     lease: r.lease,
     redisDurability: r.redisDurability,
   };

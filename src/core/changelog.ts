@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EMPTY_CHECKPOINT, type Checkpoint } from './checkpoint.js';
+import { UNREADABLE_MEMORY_MAX } from './deletion-inference.js';
 import { decodeEntry, encodeEntry, type SnapshotEntry } from './snapshot-entry.js';
 
 // The changelog: what the bridge needs to continue, written to an internal compacted Kafka topic in the same
@@ -50,6 +51,14 @@ const ChangelogCheckpointSchema = z.object({
     .nullable(),
   lastSweepAt: nullableInt,
   lastIncrementalAt: nullableInt,
+  // Added later: a checkpoint written before them reads as "unknown" (detection waits one more sweep at most).
+  unreadable: z
+    .array(z.string().regex(/^[0-9a-f]{1,64}$/))
+    .max(UNREADABLE_MEMORY_MAX)
+    .nullable()
+    .default(null),
+  deferredSweeps: z.number().int().nonnegative().default(0),
+  deferredReason: z.string().max(64).nullable().default(null),
 });
 
 /** One decoded changelog record. */
@@ -72,7 +81,11 @@ export function entryRecord(id: number, entry: SnapshotEntry, deleted = false): 
 /** The record of an account's checkpoint. */
 export function checkpointRecord(ckpt: ChangelogCheckpoint): { key: string; value: string } {
   const { txn, epoch, watermark, initialDone, sweep, lastSweepAt, lastIncrementalAt } = ckpt;
-  const body = { v: 1, txn, epoch, watermark, initialDone, sweep, lastSweepAt, lastIncrementalAt };
+  const { unreadable, deferredSweeps, deferredReason } = ckpt;
+  const body = {
+    ...{ v: 1, txn, epoch, watermark, initialDone, sweep, lastSweepAt, lastIncrementalAt },
+    ...{ unreadable, deferredSweeps, deferredReason },
+  };
   return { key: CHECKPOINT_RECORD_KEY, value: JSON.stringify(body) };
 }
 

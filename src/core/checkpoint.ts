@@ -15,6 +15,15 @@ export interface Checkpoint {
   lastSweepAt: number | null;
   /** When the last incremental poll completed (ms). */
   lastIncrementalAt: number | null;
+  /**
+   * Keyed digests of the records whose id could not be read in the last complete listing (sorted, repeats kept);
+   * null: unknown (never listed completely, too many, or an older checkpoint): all of them count as new then.
+   */
+  unreadable: string[] | null;
+  /** Complete sweeps in a row whose deletion detection was deferred (0: the last one detected). */
+  deferredSweeps: number;
+  /** Why the last complete sweep deferred deletion detection; null when it did not. */
+  deferredReason: string | null;
 }
 
 /** Changes to the checkpoint made with a page commit; undefined leaves a field as it is. */
@@ -24,6 +33,9 @@ export interface CheckpointUpdate {
   sweep?: Checkpoint['sweep'];
   lastSweepAt?: number;
   lastIncrementalAt?: number;
+  unreadable?: string[] | null;
+  deferredSweeps?: number;
+  deferredReason?: string | null;
 }
 
 /** Applies a commit's update to a checkpoint as the commit script does (the watermark only grows). */
@@ -35,6 +47,9 @@ export function applyCheckpointUpdate<C extends Checkpoint>(ckpt: C, u: Checkpoi
   if (u.sweep !== undefined) next.sweep = u.sweep;
   if (u.lastSweepAt !== undefined) next.lastSweepAt = u.lastSweepAt;
   if (u.lastIncrementalAt !== undefined) next.lastIncrementalAt = u.lastIncrementalAt;
+  if (u.unreadable !== undefined) next.unreadable = u.unreadable;
+  if (u.deferredSweeps !== undefined) next.deferredSweeps = u.deferredSweeps;
+  if (u.deferredReason !== undefined) next.deferredReason = u.deferredReason;
   return next;
 }
 
@@ -45,4 +60,7 @@ export const EMPTY_CHECKPOINT: Checkpoint = {
   sweep: null,
   lastSweepAt: null,
   lastIncrementalAt: null,
+  unreadable: null,
+  deferredSweeps: 0,
+  deferredReason: null,
 };

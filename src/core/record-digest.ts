@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { FingerprintKey } from './fingerprint-key.js';
 
 // A digest of a raw upstream record for the once-a-day memory of dead letters. A rejected record may be nested far
 // deeper than JSON.stringify's recursion survives (a RangeError at some ten thousand levels), and hashing must not
@@ -41,6 +42,14 @@ export function recordDigest(value: unknown): string {
   const hash = createHash('sha1');
   for (const chunk of jsonChunks(value)) hash.update(chunk);
   return hash.digest('hex');
+}
+
+/**
+ * The keyed digest of a raw record's JSON text (any depth): what the bridge may remember of a record that could not
+ * be read (in the checkpoint, in Kafka), since a plain hash of personal data lets a guess be confirmed.
+ */
+export function keyedRecordDigest(value: unknown, key: Pick<FingerprintKey, 'digestChunks'>): string {
+  return key.digestChunks(jsonChunks(value));
 }
 
 // The text of a non-container, or null for an object or array.

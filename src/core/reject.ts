@@ -44,4 +44,6 @@ export interface Reject {
   detail: string;
   /** The raw record as received, for the dead-letter topic. */
   raw: unknown;
+  /** Its index among its page's records (where it was listed, between which reviews), when known. */
+  position?: number;
 }

@@ -133,6 +133,8 @@ export class BridgeMetrics {
   private readonly leaseEpoch: Gauge;
   private readonly reviewsDeletedTotal: Counter;
   private readonly deletionsRefused: Counter;
+  private readonly deletionDeferredTotal: Counter<'reason'>;
+  private readonly deletionDeferredSweeps: Gauge;
   private readonly paused: Gauge;
   private readonly progressRatio: Gauge<'pass'>;
 
@@ -363,6 +365,17 @@ export class BridgeMetrics {
       help: 'Complete sweeps whose deletions were refused because too many reviews were missing (DELETE_MAX_FRACTION).',
       registers,
     });
+    this.deletionDeferredTotal = new Counter({
+      name: `${PREFIX}deletion_detection_deferred_total`,
+      help: 'Complete sweeps whose deletion detection was deferred, by reason (records whose id cannot be read).',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.deletionDeferredSweeps = new Gauge({
+      name: `${PREFIX}deletion_detection_deferred_sweeps`,
+      help: 'Complete sweeps in a row whose deletion detection was deferred (0: the last one detected deletions).',
+      registers,
+    });
     this.paused = new Gauge({
       name: `${PREFIX}paused`,
       help: '1 while an operator has paused the bridge (reviews-bridge pause): no upstream requests.',
@@ -563,6 +576,16 @@ export class BridgeMetrics {
   /** Counts a sweep whose deletions the guard refused (the refused-deletion alert watches it). */
   deletionRefused(): void {
     this.deletionsRefused.inc();
+  }
+
+  /** Counts a complete sweep whose deletion detection was deferred, by reason. */
+  deletionDeferred(reason: string): void {
+    this.deletionDeferredTotal.inc({ reason });
+  }
+
+  /** Reports how many complete sweeps in a row deferred deletion detection (the deferral alert watches it). */
+  setDeletionDeferredSweeps(n: number): void {
+    this.deletionDeferredSweeps.set(n);
   }
 
   /** Reports whether the operator pause flag is set. */

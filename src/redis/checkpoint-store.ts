@@ -62,6 +62,9 @@ export class CheckpointStore {
         : null,
       lastSweepAt: num(h.last_sweep_at),
       lastIncrementalAt: num(h.last_incremental_at),
+      unreadable: decodeUnreadable(h.unreadable),
+      deferredSweeps: num(h.deferred_sweeps) ?? 0,
+      deferredReason: h.deferred_reason ? h.deferred_reason : null,
     };
   }
 
@@ -102,6 +105,12 @@ export class CheckpointStore {
   }
 }
 
+// The digests of a checkpoint's unreadable records, as checkpointPairs writes them (anything else: unknown).
+function decodeUnreadable(text: string | undefined): string[] | null {
+  if (text === undefined || !text.startsWith('v1:')) return null;
+  return text.length === 3 ? [] : text.slice(3).split(',');
+}
+
 /** A checkpoint update as the field/value pairs of the commit script (an absent field is left as it is). */
 export function checkpointPairs(u: CheckpointUpdate): string[] {
   const pairs: string[] = [];
@@ -109,6 +118,10 @@ export function checkpointPairs(u: CheckpointUpdate): string[] {
   if (u.initialDone !== undefined) pairs.push('initial_done', u.initialDone ? '1' : '');
   if (u.lastSweepAt !== undefined) pairs.push('last_sweep_at', String(u.lastSweepAt));
   if (u.lastIncrementalAt !== undefined) pairs.push('last_incremental_at', String(u.lastIncrementalAt));
+  // An empty value deletes a field: the versioned form keeps an empty list apart from an unknown one (no field).
+  if (u.unreadable !== undefined) pairs.push('unreadable', u.unreadable === null ? '' : `v1:${u.unreadable.join(',')}`);
+  if (u.deferredSweeps !== undefined) pairs.push('deferred_sweeps', String(u.deferredSweeps));
+  if (u.deferredReason !== undefined) pairs.push('deferred_reason', u.deferredReason ?? '');
   if (u.sweep !== undefined) {
     const s = u.sweep;
     pairs.push(

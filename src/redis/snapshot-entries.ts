@@ -169,6 +169,9 @@ export class SnapshotEntries {
       sweep: ckpt.sweep,
       ...(ckpt.lastSweepAt !== null ? { lastSweepAt: ckpt.lastSweepAt } : {}),
       ...(ckpt.lastIncrementalAt !== null ? { lastIncrementalAt: ckpt.lastIncrementalAt } : {}),
+      unreadable: ckpt.unreadable,
+      deferredSweeps: ckpt.deferredSweeps,
+      deferredReason: ckpt.deferredReason,
     });
     pairs.push('txn', String(ckpt.txn), 'kafka_cluster', cluster);
     for (const [partition, offset] of Object.entries(offsets)) pairs.push(`clo:${partition}`, String(offset));

@@ -29,6 +29,7 @@ const USAGE = `Usage: reviews-bridge simulate [options]
   --compression <when-asked|always|never>  --clock-skew-ms <n> (its clock minus the real one; default 0)
   --error-rate <0..1> --error-statuses <500,502,...> --latency-ms <n>
   --truncate-rate <0..1> --malformed-rate <0..1> --pad-bytes <n> --drop-rate <0..1>
+  --idless <id,id,...>  serve these reviews without their id field (records whose id cannot be read)
 Several accounts on one server, each under <url>/accounts/<id> with its own data, credentials
 (client-<id>/secret-<id>), rate limit, faults and /_control; the flags above apply to every account:
   --accounts <n>                acct-01..acct-<n>, account i seeded with --seed + i
@@ -62,6 +63,7 @@ const STRING_FLAGS = [
   'truncate-rate',
   'malformed-rate',
   'drop-rate',
+  'idless',
   'pad-bytes',
   'accounts',
   'accounts-file',
@@ -155,6 +157,8 @@ export function parseSimulatorCommand(argv: string[]): SimulatorCommand {
     padBytes: num('pad-bytes'),
     dropRate: num('drop-rate'),
   };
+  const idless = text('idless');
+  if (idless !== undefined) faults.idless = idless.split(',').map((s) => Number(s.trim()));
   const statuses = text('error-statuses');
   if (statuses !== undefined) faults.errorStatuses = statuses.split(',').map((s) => Number(s.trim()));
   options.faults = Object.fromEntries(Object.entries(faults).filter(([, v]) => v !== undefined));

@@ -18,6 +18,7 @@ export const NO_FAULTS: Faults = {
   statusFault: null,
   poison: [],
   dropRate: 0,
+  idless: [],
 };
 
 const SALT_MALFORMED = 4;
@@ -101,9 +102,11 @@ export function poison(record: SimRecord, kind: PoisonKind): SimRecord {
 
 /** The records of a page as served under the current faults (malformed and poisoned ones swapped in, padding added). */
 export function applyRecordFaults(records: readonly SimRecord[], faults: Faults, seed: number): readonly SimRecord[] {
-  if (faults.malformedRate <= 0 && faults.padBytes <= 0 && faults.dropRate <= 0 && faults.poison.length === 0) {
+  const { malformedRate, padBytes, dropRate, poison: poisons, idless: idlessIds } = faults;
+  if (malformedRate <= 0 && padBytes <= 0 && dropRate <= 0 && poisons.length === 0 && idlessIds.length === 0) {
     return records;
   }
+  const idless = new Set(idlessIds);
   const padding = faults.padBytes > 0 ? 'x'.repeat(faults.padBytes) : null;
   const poisoned = new Map(faults.poison.map((p) => [p.id, p.kind]));
   const kept = faults.dropRate > 0 ? records.filter((r) => !isDropped(seed, r.id, faults.dropRate)) : records;
@@ -113,6 +116,10 @@ export function applyRecordFaults(records: readonly SimRecord[], faults: Faults,
     let served = kind === null ? record : malform(record, kind);
     const poisonKind = id === null ? undefined : poisoned.get(id);
     if (poisonKind !== undefined) served = poison(served, poisonKind);
+    if (id !== null && idless.has(id)) {
+      const { id: _dropped, ...rest } = served;
+      served = rest as SimRecord;
+    }
     return padding === null ? served : { ...served, padding };
   });
 }
@@ -139,6 +146,7 @@ export class FaultInjector {
       errorStatuses: [...this.faults.errorStatuses],
       statusFault: this.faults.statusFault === null ? null : { ...this.faults.statusFault },
       poison: this.faults.poison.map((p) => ({ ...p })),
+      idless: [...this.faults.idless],
     };
   }
 

@@ -28,6 +28,7 @@ const FaultsSchema = z.strictObject({
     .nullable(),
   poison: z.array(z.strictObject({ id: z.number().int().positive(), kind: PoisonKindSchema })),
   dropRate: rate,
+  idless: z.array(z.number().int().positive()).max(100_000),
 });
 
 const RateLimitSchema = z

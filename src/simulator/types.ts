@@ -29,6 +29,11 @@ export interface Faults {
   padBytes: number;
   /** Fraction (0..1) of reviews silently left out of every listing (a broken listing); which ids is fixed by the seed. */
   dropRate: number;
+  /**
+   * Reviews served without their `id` field (a record whose id cannot be read), each at its place in the listing;
+   * the same bytes every time while the review is unchanged. Add ids at runtime for ones that appear anew.
+   */
+  idless: number[];
   /** Listing requests answered with a fixed status instead of a page (202, 400, 402, 404, ...); null = off. */
   statusFault: StatusFault | null;
   /** Reviews served with absurd but valid-JSON content (see PoisonKind); empty = none. */

@@ -78,11 +78,13 @@ export function validateRecords(
   const rejects: Reject[] = [];
   const limits = options.limits ?? DEFAULT_RECORD_LIMITS;
   const now = (options.clock ?? Date.now)();
+  let position = 0;
   const reject = (raw: unknown, reason: RejectKind, detail: string): void => {
-    rejects.push({ id: rejectId(raw), reason, detail, raw });
+    rejects.push({ id: rejectId(raw), reason, detail, raw, position });
     hooks.onReject?.(reason);
   };
-  for (const raw of records) {
+  for (const [index, raw] of records.entries()) {
+    position = index;
     const violation = checkRecordBounds(raw, limits, now);
     if (violation !== null) {
       reject(raw, violation.kind, violation.detail);

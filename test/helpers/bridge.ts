@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { onTestFinished } from 'vitest';
 import { createLogger } from '../../src/ops/logger.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
@@ -73,9 +74,13 @@ export function topicsOf(env: Record<string, string>): BridgeConfig['kafka']['to
 }
 
 /** Starts a bridge in-process; stop it in afterEach/afterAll. */
-export async function startTestBridge(env: Record<string, string>, options: AppOptions = {}): Promise<TestBridge> {
+export async function startTestBridge(
+  env: Record<string, string>,
+  options: AppOptions = {},
+  log?: Logger,
+): Promise<TestBridge> {
   const config = loadConfig(env);
-  const logger = createLogger(config.logLevel);
+  const logger = log ?? createLogger(config.logLevel);
   const redis = connectRedisFromConfig(config.redis);
   const store = new SnapshotStore(redis, accountKeys(config.redis.keyPrefix, config.account));
   let app = await startApp(config, logger, options);

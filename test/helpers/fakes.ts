@@ -46,7 +46,7 @@ export function gate(): Gate {
 /** The snapshot as a Map and a checkpoint object. */
 export class FakeSnapshot implements PassesSnapshot {
   readonly entries = new Map<number, SnapshotEntry>();
-  ckpt: Checkpoint = { watermark: null, initialDone: false, sweep: null, lastSweepAt: null, lastIncrementalAt: null };
+  ckpt: Checkpoint = { ...EMPTY_CHECKPOINT };
   readonly remembered = new Set<string>();
   sweepRequested = false;
   /** When set, the next commit waits for this gate (and fails if it fails). */
@@ -162,8 +162,16 @@ export class FakeSnapshot implements PassesSnapshot {
     for (const d of digests) this.remembered.add(d);
   }
 
+  /** Entries per scanEntries batch (as SCAN returns some buckets at a time), and a hook run per batch. */
+  scanBatch = Infinity;
+  onScanBatch: (() => void) | null = null;
+
   async *scanEntries(): AsyncGenerator<Array<[number, SnapshotEntry]>> {
-    yield [...this.entries.entries()];
+    const all = [...this.entries.entries()];
+    for (let i = 0; i < all.length; i += this.scanBatch) {
+      this.onScanBatch?.();
+      yield all.slice(i, i + this.scanBatch);
+    }
   }
 
   async removeEntries(_epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>): Promise<number> {

@@ -11,7 +11,8 @@ import type { ChangelogBatch, ChangelogOffsets } from '../../kafka/publisher.js'
 
 /** The snapshot operations of deletion detection. */
 export interface DeletionSnapshot {
-  scanEntries(): AsyncIterable<Array<[number, SnapshotEntry]>>;
+  /** `count`: buckets per SCAN step (a batch). */
+  scanEntries(count?: number): AsyncIterable<Array<[number, SnapshotEntry]>>;
   removeEntries(epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>): Promise<number>;
 }
 
@@ -24,7 +25,7 @@ export interface DeletionSink {
 export interface DeletionDeps {
   snapshot: DeletionSnapshot;
   sink: DeletionSink;
-  metrics: Pick<BridgeMetrics, 'reviewsDeleted' | 'deletionRefused'>;
+  metrics: Pick<BridgeMetrics, 'reviewsDeleted' | 'deletionRefused' | 'deletionDeferred' | 'setDeletionDeferredSweeps'>;
   /** At most this fraction of the known reviews may be deleted by one sweep (a broken listing otherwise). */
   maxFraction: number;
 }
@@ -43,28 +44,87 @@ export async function detectDeletions(
   sawReview: (id: number) => boolean,
   sweepStartedAt: number,
 ): Promise<DeletionOutcome> {
-  const missing: Array<[number, SnapshotEntry]> = [];
-  let known = 0;
-  for await (const batch of deps.snapshot.scanEntries()) {
-    known += batch.length;
-    missing.push(...missingFromSweep(batch, sawReview, sweepStartedAt));
+  const scan = new DeletionScan(pipeline, deps, epoch, sawReview, sweepStartedAt);
+  try {
+    while (await scan.step());
+    return await scan.finish();
+  } finally {
+    await scan.close();
   }
-  const verdict = deletionVerdict(missing.length, known, deps.maxFraction);
-  const { logger, eventSource } = pipeline.deps;
-  if (verdict.action === 'none') return { deleted: 0 };
-  if (verdict.action === 'refuse') {
-    logger.error(
-      { missing: verdict.missing, known, maxFraction: verdict.maxFraction },
-      'a complete sweep did not list too many known reviews; deleting none (a broken listing is likelier)',
+}
+
+/**
+ * Snapshot buckets (up to 128 reviews each) per detection step: about 50 ms of Redis reads and decoding (measured
+ * with 200,000 entries on a loaded machine), so that a due poll waits at most that long.
+ */
+const SCAN_BUCKETS_PER_STEP = 25;
+
+/**
+ * Deletion detection in bounded steps: one SCAN batch of the snapshot per `step`, so that the loop runs its polls
+ * in between (as between a sweep's pages), then `finish` publishes. A poll in between may write an entry that was
+ * scanned as missing (a review it saw): `finish` reads the candidates again and keeps those that changed.
+ */
+export class DeletionScan {
+  private readonly missing: Array<[number, SnapshotEntry]> = [];
+  private known = 0;
+  private batches: AsyncIterator<Array<[number, SnapshotEntry]>> | null = null;
+
+  constructor(
+    private readonly pipeline: PagePipeline,
+    private readonly deps: DeletionDeps,
+    private readonly epoch: number,
+    private readonly sawReview: (id: number) => boolean,
+    private readonly sweepStartedAt: number,
+  ) {}
+
+  /** Scans the next batch of the snapshot; resolves false once the whole snapshot was scanned. */
+  async step(): Promise<boolean> {
+    this.batches ??= this.deps.snapshot.scanEntries(SCAN_BUCKETS_PER_STEP)[Symbol.asyncIterator]();
+    const next = await this.batches.next();
+    if (next.done) return false;
+    this.known += next.value.length;
+    this.missing.push(...missingFromSweep(next.value, this.sawReview, this.sweepStartedAt));
+    return true;
+  }
+
+  /** Decides on what the steps found and publishes the deletions (after every step returned false). */
+  async finish(): Promise<DeletionOutcome> {
+    const { deps, pipeline } = this;
+    const { logger, eventSource } = pipeline.deps;
+    const missing = await this.stillMissing();
+    const known = this.known;
+    const verdict = deletionVerdict(missing.length, known, deps.maxFraction);
+    if (verdict.action === 'none') return { deleted: 0 };
+    if (verdict.action === 'refuse') {
+      logger.error(
+        { missing: verdict.missing, known, maxFraction: verdict.maxFraction },
+        'a complete sweep did not list too many known reviews; deleting none (a broken listing is likelier)',
+      );
+      deps.metrics.deletionRefused();
+      return { refused: verdict.missing, known };
+    }
+    const events = deletedEvents(eventSource, missing, pipeline.clock());
+    const removed = await pipeline.commitDeletions(this.epoch, events, missing, deps.sink, (e, entries) =>
+      deps.snapshot.removeEntries(e, entries),
     );
-    deps.metrics.deletionRefused();
-    return { refused: verdict.missing, known };
+    deps.metrics.reviewsDeleted(removed);
+    logger.info({ deleted: removed }, 'reviews deleted upstream reported');
+    return { deleted: removed };
   }
-  const events = deletedEvents(eventSource, missing, pipeline.clock());
-  const removed = await pipeline.commitDeletions(epoch, events, missing, deps.sink, (e, entries) =>
-    deps.snapshot.removeEntries(e, entries),
-  );
-  deps.metrics.reviewsDeleted(removed);
-  logger.info({ deleted: removed }, 'reviews deleted upstream reported');
-  return { deleted: removed };
+
+  /** Stops scanning (closes the SCAN iteration). */
+  async close(): Promise<void> {
+    await this.batches?.return?.();
+  }
+
+  // The candidates whose entries are still those scanned: one a poll rewrote meanwhile was seen, so it exists.
+  private async stillMissing(): Promise<Array<[number, SnapshotEntry]>> {
+    if (this.missing.length === 0) return [];
+    await this.pipeline.settle();
+    const current = await this.pipeline.deps.snapshot.read(this.missing.map(([id]) => id));
+    return this.missing.filter(([id, scanned]) => {
+      const now = current.get(id);
+      return now !== undefined && now.observedAt === scanned.observedAt && now.sequence === scanned.sequence;
+    });
+  }
 }

@@ -1,4 +1,5 @@
-import { SeenIds } from '../../core/deletion.js';
+import { decideDetection, SweepListing, UNREADABLE_MEMORY_MAX } from '../../core/deletion-inference.js';
+import { keyedRecordDigest, recordDigest } from '../../core/record-digest.js';
 import type { LongPassType } from '../../core/domain.js';
 import type { PagePipeline, PassSummary } from '../pipeline.js';
 import type { Checkpoint, CheckpointUpdate } from '../../redis/snapshot-store.js';
@@ -6,7 +7,7 @@ import type { Page, ReviewSource } from '../../upstream/types.js';
 import { progressOf } from '../../core/progress.js';
 import { hasKind } from '../../core/errors.js';
 import type { PassContext } from './context.js';
-import { detectDeletions, type DeletionDeps } from './deletions.js';
+import { DeletionScan, type DeletionDeps } from './deletions.js';
 
 // A full scan reads the whole listing from a resumable cursor: the initial load of an empty snapshot, or the
 // reconciliation sweep that catches what polls missed. It advances one page per step so that incremental polls
@@ -50,13 +51,16 @@ export async function openFullScan(
     pipeline.deps.logger.info({ kind: state.kind, seen: state.seen }, 'resuming sweep from its checkpoint');
   }
   const scan = state;
-  // Only a sweep that lists every page in this run can tell deletions: a resumed one did not see the pages
-  // before its cursor, and a record whose id could not be read might be any review.
+  // Only a scan that lists every page in this run can tell deletions (a resumed one did not see the pages before
+  // its cursor); a complete initial load only remembers its unreadable records for the first sweep.
   const fromStart = scan.cursor === null && scan.seen === 0;
-  const seen = deletion && scan.kind === 'sweep' && fromStart ? new SeenIds() : null;
-  let complete = seen !== null;
-  const listing = source.pages({ cursor: scan.cursor, kind: 'sweep', signal });
-  const pages: AsyncIterator<Page> = listing[Symbol.asyncIterator]();
+  const listing = deletion && fromStart ? new SweepListing() : null;
+  const digestOf = await unreadableDigester(pipeline);
+  const upstreamPages = source.pages({ cursor: scan.cursor, kind: 'sweep', signal });
+  const pages: AsyncIterator<Page> = upstreamPages[Symbol.asyncIterator]();
+  // Deletion detection after the last page, a snapshot batch per step (polls run in between), then the end commit.
+  let detection: { scan: DeletionScan; update: CheckpointUpdate; kept: () => number } | null = null;
+  if (deletion) deletion.metrics.setDeletionDeferredSweeps(ckpt.deferredSweeps);
   let lastCursorCommit = ctx.clock();
   let closed = false;
   // The initial load's first page sets the watermark to the upstream's time when it was asked for, so that polls
@@ -78,6 +82,15 @@ export async function openFullScan(
       return watermarkSet;
     },
     step: async () => {
+      if (detection) {
+        if (await detection.scan.step()) return true;
+        const outcome = await detection.scan.finish();
+        await detection.scan.close();
+        const kept = detection.kept();
+        if (kept > 0) pipeline.deps.logger.info({ kept, outcome }, 'reviews an unreadable record may stand for kept');
+        await finishScan(detection.update);
+        return false;
+      }
       const next = await pages.next().catch(async (err: unknown) => {
         // An expired or invalid checkpointed cursor would fail from the same place for ever: the scan starts over.
         if (hasKind(err, 'cursor_invalid')) {
@@ -88,33 +101,44 @@ export async function openFullScan(
         throw err;
       });
       if (next.done) {
-        closed = true;
         const now = ctx.clock();
         // The initial load covers everything changed before it started; polls take over from there.
         const update: CheckpointUpdate = { sweep: null, lastSweepAt: now, initialDone: true };
-        if (deletion && seen && complete) {
-          await run.settle();
-          await detectDeletions(pipeline, deletion, epoch, (id) => seen.has(id), scan.startedAt);
-        }
         // An upstream without Date headers gave no time for the first page: the largest updated_date read stands in.
         if (scan.kind === 'initial' && !watermarkSet) update.watermark = maxSeen ?? 0;
-        await run.commit(update);
-        if (update.watermark !== undefined) ctx.metrics.setWatermark(update.watermark);
-        ctx.metrics.sweepProgress(scan.seen, false);
-        ctx.metrics.passProgress(scan.kind, null);
+        if (listing && scan.kind === 'initial') {
+          const remember = listing.unreadable.map((u) => u.digest).sort();
+          update.unreadable = listing.unreadableCount > UNREADABLE_MEMORY_MAX ? null : remember;
+        } else if (listing && deletion) {
+          await run.settle();
+          const decision = decideDetection(listing, ckpt.unreadable);
+          update.unreadable = decision.remember;
+          if (decision.action === 'defer') {
+            const deferredSweeps = ckpt.deferredSweeps + 1;
+            Object.assign(update, { deferredSweeps, deferredReason: decision.reason });
+            pipeline.deps.logger.warn(
+              { reason: decision.reason, unreadable: decision.unreadable, new: decision.fresh, deferredSweeps },
+              'deletion detection deferred: the listing has records whose id cannot be read (docs/bad-input.md)',
+            );
+            deletion.metrics.deletionDeferred(decision.reason);
+            deletion.metrics.setDeletionDeferredSweeps(deferredSweeps);
+          } else {
+            Object.assign(update, { deferredSweeps: 0, deferredReason: null });
+            deletion.metrics.setDeletionDeferredSweeps(0);
+            let kept = 0;
+            const saw = (id: number) => listing.seen.has(id) || (decision.keep(id) && ++kept > 0);
+            const del = new DeletionScan(pipeline, deletion, epoch, saw, scan.startedAt);
+            detection = { scan: del, update, kept: () => kept };
+            return true;
+          }
+        }
+        await finishScan(update);
         return false;
       }
       const page = next.value;
       scan.cursor = page.nextCursor;
       scan.seen += page.reviews.length + page.rejects.length;
-      if (seen) {
-        for (const review of page.reviews) seen.add(review.id);
-        for (const reject of page.rejects) {
-          const id = reject.id === null ? NaN : Number(reject.id);
-          if (Number.isSafeInteger(id)) seen.add(id);
-          else complete = false;
-        }
-      }
+      if (listing) listPage(listing, page, digestOf);
       for (const review of page.reviews) maxSeen = Math.max(maxSeen ?? 0, review.updated_date);
       const due = ctx.clock() - lastCursorCommit >= CURSOR_COMMIT_INTERVAL_MS;
       const checkpoint: CheckpointUpdate = { sweep: { ...scan } };
@@ -132,9 +156,58 @@ export async function openFullScan(
       return true;
     },
     close: async () => {
+      await detection?.scan.close();
       if (closed) return;
       closed = true;
       await pages.return?.();
     },
   };
+
+  async function finishScan(update: CheckpointUpdate): Promise<void> {
+    closed = true;
+    await run.commit(update);
+    if (update.watermark !== undefined) ctx.metrics.setWatermark(update.watermark);
+    ctx.metrics.sweepProgress(scan.seen, false);
+    ctx.metrics.passProgress(scan.kind, null);
+  }
+}
+
+/**
+ * Records a page's records in listing order: the reviews, and the rejects at their positions (a readable id is a
+ * listed review; without one, the record's keyed digest). A reject without a position puts the order in doubt.
+ */
+function listPage(listing: SweepListing, page: Page, digestOf: (raw: unknown) => string): void {
+  const rejects = new Map<number, Page['rejects'][number]>();
+  const onReject = (reject: Page['rejects'][number]) => {
+    const id = reject.id === null ? NaN : Number(reject.id);
+    if (Number.isSafeInteger(id) && id > 0) listing.listed(id);
+    else listing.unreadableRecord(digestOf(reject.raw));
+  };
+  for (const reject of page.rejects) {
+    if (reject.position === undefined || rejects.has(reject.position)) {
+      listing.ordered = false;
+      onReject(reject);
+    } else rejects.set(reject.position, reject);
+  }
+  let next = 0;
+  const total = page.reviews.length + rejects.size;
+  for (let position = 0; position < total; position++) {
+    const reject = rejects.get(position);
+    if (reject) onReject(reject);
+    else {
+      const review = page.reviews[next++];
+      if (review) listing.listed(review.id);
+    }
+  }
+  for (const [position, reject] of rejects) if (position >= total) onReject(reject);
+}
+
+/**
+ * The digest of an unreadable record: keyed with the fingerprint key, so that what the checkpoint and the Kafka
+ * changelog keep of a record's personal data cannot confirm a guess. Without a key (a test configuration, which
+ * writes no changelog) the plain digest stands in.
+ */
+async function unreadableDigester(pipeline: PagePipeline): Promise<(raw: unknown) => string> {
+  const key = pipeline.deps.fingerprintKey ? await pipeline.deps.fingerprintKey() : null;
+  return key ? (raw) => keyedRecordDigest(raw, key) : (raw) => recordDigest(raw).slice(0, 16);
 }

@@ -1,3 +1,4 @@
+import { EMPTY_CHANGELOG_CHECKPOINT } from '../../../src/core/changelog.js';
 import { describe, expect, it } from 'vitest';
 import { Lease } from '../../../src/redis/lease.js';
 import { accountKeys, connectRedis, ReplicationError, type BridgeRedis } from '../../../src/redis/connection.js';
@@ -65,6 +66,32 @@ describe('SnapshotStore', () => {
     expect(after.initialDone).toBe(true);
     expect(after.lastSweepAt).toBe(9);
     expect((await store.read([1])).get(1)?.sequence).toBe(2);
+  });
+
+  it('keeps what deletion detection remembers of unreadable records: none, an empty list, digests', async () => {
+    const { store, lease } = setup();
+    const epoch = await lease.renew();
+    await store.commit(epoch, [], { lastSweepAt: 1 });
+    expect(await store.checkpoint()).toMatchObject({ unreadable: null, deferredSweeps: 0, deferredReason: null });
+    await store.commit(epoch, [], { unreadable: [], deferredSweeps: 0, deferredReason: null });
+    expect((await store.checkpoint()).unreadable).toEqual([]);
+    const digests = ['0123456789abcdef', '0123456789abcdef', 'fedcba9876543210'];
+    await store.commit(epoch, [], { unreadable: digests, deferredSweeps: 2, deferredReason: 'new_unreadable' });
+    expect(await store.checkpoint()).toMatchObject({
+      unreadable: digests,
+      deferredSweeps: 2,
+      deferredReason: 'new_unreadable',
+    });
+    await store.commit(epoch, [], { unreadable: null, deferredSweeps: 0, deferredReason: null });
+    expect(await store.checkpoint()).toMatchObject({ unreadable: null, deferredSweeps: 0, deferredReason: null });
+    // A restore from the Kafka changelog brings them back.
+    const restored = { ...EMPTY_CHANGELOG_CHECKPOINT, txn: 4, unreadable: digests, deferredSweeps: 1 };
+    await store.restoreFinish(epoch, { ...restored, deferredReason: 'new_unreadable' }, {}, 'cluster');
+    expect(await store.checkpoint()).toMatchObject({
+      unreadable: digests,
+      deferredSweeps: 1,
+      deferredReason: 'new_unreadable',
+    });
   });
 
   it('never moves the watermark back', async () => {

@@ -1,3 +1,4 @@
+import { EMPTY_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { describe, expect, it } from 'vitest';
 import { errorKind } from '../../../src/ops/logger.js';
 import { BridgeLoop } from '../../../src/bridge/loop.js';
@@ -15,7 +16,7 @@ const summary = (): PassSummary => ({ pages: 0, reviews: 0, events: 0, deadLette
 
 class ScriptedPasses implements PassRunner {
   readonly calls: string[] = [];
-  ckpt: Checkpoint = { watermark: 1, initialDone: true, sweep: null, lastSweepAt: 0, lastIncrementalAt: null };
+  ckpt: Checkpoint = { ...EMPTY_CHECKPOINT, watermark: 1, initialDone: true, lastSweepAt: 0 };
   sweepRequested = false;
   scanPages = 3;
   failScanAt: number | null = null;

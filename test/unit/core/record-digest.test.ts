@@ -31,5 +31,6 @@ describe('recordDigest', () => {
     const digest = recordDigest(deep);
     expect(digest).toMatch(/^[0-9a-f]{40}$/);
     expect(recordDigest(deep)).toBe(digest);
-  });
+    // Three walks of a million levels take about 2 s on an idle core; a CI machine running other work needs more.
+  }, 30_000);
 });

@@ -70,6 +70,19 @@ describe('faults', () => {
     expect(records[0]).not.toHaveProperty('padding');
   });
 
+  it('serves idless reviews without their id, in place and the same bytes each time; settable at runtime', () => {
+    const records = [1, 2, 3].map((id) => generateBaseReview(1, id));
+    const served = applyRecordFaults(records, { ...NO_FAULTS, idless: [2] }, 1);
+    expect(served.map((r) => r.id)).toEqual([1, undefined, 3]);
+    expect(served[1]).not.toHaveProperty('id');
+    expect(JSON.stringify(applyRecordFaults(records, { ...NO_FAULTS, idless: [2] }, 1))).toBe(JSON.stringify(served));
+    expect(records[1]).toHaveProperty('id', 2);
+    const injector = new FaultInjector(1);
+    injector.set({ idless: [3] });
+    expect(injector.current().idless).toEqual([3]);
+    expect(() => injector.set({ idless: [0] })).toThrow(/idless/);
+  });
+
   it('draws errors and truncations from a seeded stream', () => {
     const draws = (seed: number) => {
       const injector = new FaultInjector(seed, { errorRate: 0.5, truncateRate: 0.5 });

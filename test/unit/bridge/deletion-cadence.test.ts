@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { BridgeLoop } from '../../../src/bridge/loop.js';
+import { Passes } from '../../../src/bridge/passes/index.js';
+import {
+  FakeLease,
+  FakeSink,
+  FakeSnapshot,
+  FakeSource,
+  page,
+  review,
+  silentLogger,
+  testMetrics,
+} from '../../helpers/fakes.js';
+
+// Deletion detection at the end of a complete sweep runs a snapshot batch per loop step, so incremental polls keep
+// their interval while it scans: the real passes and loop on fakes and a fake clock, each batch costing 150 ms.
+
+/** A clock the loop's sleeps advance, starting now (the fake pages were fetched a minute before). */
+class FakeTime {
+  now = Date.now();
+  readonly clock = (): number => this.now;
+  readonly sleep = async (ms: number): Promise<void> => {
+    this.now += ms;
+    await new Promise((r) => setImmediate(r));
+  };
+}
+
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('deletion detection and the poll cadence (fake clock)', () => {
+  it('keeps polls on their 1 s interval while deletion detection scans the snapshot', async () => {
+    const time = new FakeTime();
+    const log: string[] = [];
+    const snapshot = new FakeSnapshot(log);
+    const sink = new FakeSink(log);
+    const metrics = testMetrics();
+    const deps = {
+      snapshot,
+      sink,
+      metrics,
+      logger: silentLogger,
+      eventSource: 'urn:test',
+      initialLoadMode: 'mark' as const,
+    };
+    const all = Array.from({ length: 400 }, (_, i) => review(i + 1));
+    const source = new FakeSource([page(all)]);
+    const passes = new Passes({ ...deps, clock: time.clock }, source, {
+      overlapMs: 1000,
+      metrics,
+      deleteMaxFraction: 0.5,
+      account: 'test',
+    });
+    await passes.fullScan(1, new AbortController().signal);
+    expect(snapshot.entries.size).toBe(400);
+
+    // Review 7 is deleted upstream; the snapshot scan yields 10 entries a batch, 150 ms each: 6 s of detection.
+    source.pagesToServe = [page(all.filter((r) => r.id !== 7))];
+    snapshot.scanBatch = 10;
+    const batchTimes: number[] = [];
+    snapshot.onScanBatch = () => {
+      batchTimes.push(time.now);
+      time.now += 150;
+    };
+    const pollTimes: number[] = [];
+    const poll = passes.incremental.bind(passes);
+    passes.incremental = async (epoch, signal) => {
+      pollTimes.push(time.now);
+      time.now += 50;
+      return poll(epoch, signal);
+    };
+    snapshot.sweepRequested = true;
+    const loop = new BridgeLoop({
+      passes,
+      lease: new FakeLease(),
+      metrics,
+      logger: silentLogger,
+      clock: time.clock,
+      sleep: time.sleep,
+      timing: { pollIntervalMs: 1_000, sweepIntervalMs: 0, leaseTtlMs: 600, maxBackoffMs: 20 },
+    });
+    loop.start();
+    await until(() => sink.deletions.length > 0 && pollTimes.length >= 10);
+    await loop.stop();
+
+    expect(sink.deletions.map((e) => e.subject)).toEqual(['7']);
+    expect(batchTimes.length).toBe(40);
+    const [scanStart, scanEnd] = [batchTimes[0]!, batchTimes.at(-1)! + 150];
+    const during = pollTimes.filter((t) => t >= scanStart && t <= scanEnd);
+    // About one poll per second of the 6 s scan, each started on time (within one batch of its due time).
+    expect(during.length).toBeGreaterThanOrEqual(5);
+    const gaps = pollTimes.slice(1).map((t, i) => t - pollTimes[i]!);
+    for (const gap of gaps) {
+      expect(gap).toBeGreaterThanOrEqual(1_000);
+      expect(gap).toBeLessThanOrEqual(1_000 + 150);
+    }
+  });
+});
