@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { CHANGELOG_TXN_HEADER } from '../core/changelog.js';
+import { sleep } from '../core/clock.js';
 
 // Reads an account's records back from the changelog topic (read_committed), as Kafka Streams restores a store.
 // Where to stop is marked, not guessed: a read_committed consumer never sees transaction markers or aborted records,
@@ -54,7 +55,7 @@ export async function readChangelog(
         break;
       } catch (err) {
         if (attempt >= 40 || (err as { retriable?: unknown }).retriable !== true) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 250));
+        await sleep(250);
       }
     }
   } finally {

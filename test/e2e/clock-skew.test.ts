@@ -55,6 +55,7 @@ describe('upstream clock skew', () => {
         'the initial load to be under way',
         50,
       );
+      // The history's schedule: changes spread over the load (and below, over the polls), not a wait for the bridge.
       for (let id = 1; id <= 20; id++) {
         change(id * 10);
         await new Promise((r) => setTimeout(r, 50));

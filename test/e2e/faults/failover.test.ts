@@ -115,6 +115,7 @@ describe('fault: leader killed or frozen with a standby running', () => {
       expect(next.epoch).toBeGreaterThan(current.epoch);
       if (frozen) {
         // Thawed after its lease expired: it must notice, abandon its pass and stand by (its commits are fenced).
+        // The fault's schedule: it stays frozen a second past the takeover.
         await sleep(1_000);
         const old = current.child;
         old.signal('SIGCONT');

@@ -63,6 +63,7 @@ describe('fault: Kafka broker down mid-pass', () => {
     const seenAtStop = Number(monitor.last.sweep_seen);
     await kafka.kill();
     const down = Date.now();
+    // The fault itself: the broker stays down OUTAGE_MS (checked half-way below).
     await sleep(OUTAGE_MS / 2);
     const midOutage = { ...b.app.loop.health(), sweepSeen: monitor.last.sweep_seen };
     await sleep(Math.max(0, OUTAGE_MS - (Date.now() - down)));

@@ -84,6 +84,7 @@ async function scenario(name: string, redisEnv: Record<string, string>): Promise
   // 2. Every key gone again while changes arrive.
   const oracle = new Oracle(sim.control, 77);
   const history = oracle.runHistory({ durationMs: 12_000, pauseMs: [20, 80] });
+  // The fault's schedule: the second flush lands five seconds into the twelve-second history.
   await new Promise((resolve) => setTimeout(resolve, 5_000));
   await flush();
   const stats = await history;

@@ -67,6 +67,7 @@ describe('fault: Redis restarted', () => {
       const before = { ...monitor.last };
       if (how === 'SIGKILL') await redis.kill();
       else await redis.stop();
+      // The fault itself: Redis stays down this long.
       await sleep(OUTAGE_MS);
       const health = b.app.loop.health();
       const restarted = Date.now();

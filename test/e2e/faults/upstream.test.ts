@@ -113,6 +113,7 @@ describe('fault: upstream', () => {
           await requestSweep(redisAddress(run.env), run.env.REDIS_KEY_PREFIX!, run.env.BRIDGE_ACCOUNT!);
       },
     });
+    // The fault's schedule, not a wait for the bridge: ten seconds of the first storm, then a harsher one.
     await sleep(10_000);
     // Then lower still, answered 429 with Retry-After: whatever rate the bridge has settled on, it is too high.
     run.sim.control.setRateLimit({ rps: 2, burst: 2, status: 429, retryAfterSeconds: 1 });
@@ -144,6 +145,7 @@ describe('fault: upstream', () => {
     await waitFor(() => (monitor.last.initial_done === '1' ? true : undefined), 60_000, 'the initial load', 20);
     // Each kind of absurd record of issue 9, twice over the run, one of them during a sweep.
     const poisoned = run.sim.control.addPoisonReviews();
+    // The fault's schedule: the second batch comes five seconds later, with a sweep.
     await sleep(5_000);
     await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
     poisoned.push(...run.sim.control.addPoisonReviews());
@@ -185,6 +187,7 @@ describe('fault: upstream', () => {
     const t0 = Date.now();
     for (let i = 0; Date.now() - t0 < 22_000; i++) {
       if (i % 2 === 1) await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
+      // The fault's schedule: sweep requests at random moments.
       await sleep(300 + Math.random() * 1_500);
       revocations.push(monitor.last.sweep_kind || 'polling');
       run.sim.control.revokeTokens();

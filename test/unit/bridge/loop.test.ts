@@ -6,6 +6,7 @@ import type { FullScanRun, PassRunner } from '../../../src/bridge/passes/index.j
 import type { PassSummary } from '../../../src/bridge/pipeline.js';
 import type { Checkpoint } from '../../../src/redis/snapshot-store.js';
 import { UpstreamError } from '../../../src/upstream/errors.js';
+import { FencedError, ReplicationError, SnapshotLostError } from '../../../src/core/errors.js';
 import { newResyncRequest, type ResyncRequest } from '../../../src/core/resync-request.js';
 import { FakeLease, silentLogger, testMetrics } from '../../helpers/fakes.js';
 
@@ -21,6 +22,8 @@ class ScriptedPasses implements PassRunner {
   scanPages = 3;
   failScanAt: number | null = null;
   failPoll = false;
+  /** Errors the next polls throw, one each (then polls succeed). */
+  pollErrors: unknown[] = [];
   closed = 0;
   /** The fake time of the last close (with `time`). */
   closedAt = 0;
@@ -66,6 +69,8 @@ class ScriptedPasses implements PassRunner {
     await new Promise((r) => setImmediate(r));
     this.calls.push('poll');
     if (this.failPoll) throw new UpstreamError('server', 'upstream answered 500 with secret=hunter2');
+    const scripted = this.pollErrors.shift();
+    if (scripted !== undefined) throw scripted;
     return summary();
   }
 
@@ -175,10 +180,13 @@ class FakeTime {
   now = 1_000_000;
   /** How many times the loop has slept (each a decision carried out: a standby period, a paused look). */
   sleeps = 0;
+  /** Every wait of the loop, in order (ms). */
+  readonly slept: number[] = [];
   readonly clock = (): number => this.now;
   readonly sleep = async (ms: number): Promise<void> => {
     this.now += ms;
     this.sleeps += 1;
+    this.slept.push(ms);
     await new Promise((r) => setImmediate(r));
   };
 }
@@ -389,5 +397,65 @@ describe('errorKind', () => {
     expect(errorKind(new UpstreamError('auth', 'token refused for client secret s3cr3t'))).toBe('upstream:auth');
     expect(errorKind(new RangeError('value 1125899906842624 out of range'))).toBe('RangeError');
     expect(errorKind('a string')).toBe('string');
+  });
+});
+
+describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter class is involved)', () => {
+  /**
+   * A loop whose polls fail with `errors` first, on a fake clock, with the real backoff. The poll interval is 1 ms so
+   * that each retry finds a poll due: a step that succeeds (a wait included) ends a run of failures.
+   */
+  function failing(errors: unknown[]) {
+    const passes = new ScriptedPasses();
+    passes.pollErrors = [...errors];
+    const time = new FakeTime();
+    const loop = new BridgeLoop({
+      passes,
+      lease: new FakeLease(),
+      metrics: testMetrics(),
+      logger: silentLogger,
+      clock: time.clock,
+      sleep: time.sleep,
+      random: () => 0,
+      timing: { pollIntervalMs: 1, sweepIntervalMs: 0, leaseTtlMs: 600_000 },
+    });
+    return { passes, time, loop };
+  }
+  const waits = (time: FakeTime, n: number) => time.slept.slice(0, n);
+
+  it('backs a failing pass off 0.5 s, 1 s, 2 s, 4 s (equal jitter drawn at 0), then polls on its interval again', async () => {
+    const { passes, time, loop } = failing([1, 2, 3, 4].map(() => new Error('boom')));
+    loop.start();
+    await until(() => passes.calls.filter((c) => c === 'poll').length >= 6);
+    await loop.stop();
+    expect(waits(time, 5)).toEqual([500, 1_000, 2_000, 4_000, 1]);
+    expect(loop.health().lastError).toBe('Error');
+  });
+
+  it('retries a write no replica acknowledged at a short flat pace, however often it fails', async () => {
+    const { passes, time, loop } = failing([1, 2, 3, 4, 5, 6].map(() => new ReplicationError(1, 0, 100)));
+    loop.start();
+    await until(() => passes.calls.filter((c) => c === 'poll').length >= 7);
+    await loop.stop();
+    expect(waits(time, 6)).toEqual([125, 250, 500, 500, 500, 500]);
+    expect(loop.health().lastError).toBe('ReplicationError');
+  });
+
+  it('after lost keys, takes the lease anew and prepares the leadership again before the next pass', async () => {
+    const { passes, time, loop } = failing([new SnapshotLostError('LOST: the account keys are gone')]);
+    loop.start();
+    await until(() => passes.calls.filter((c) => c === 'poll').length >= 2);
+    await loop.stop();
+    expect(passes.prepared).toHaveLength(2);
+    expect(time.slept[0]).toBe(100);
+  });
+
+  it('treats a fenced commit as a failed pass: backs off, never restores', async () => {
+    const { passes, time, loop } = failing([new FencedError('FENCED: epoch 1 superseded by 2')]);
+    loop.start();
+    await until(() => passes.calls.filter((c) => c === 'poll').length >= 2);
+    await loop.stop();
+    expect(passes.prepared).toHaveLength(1);
+    expect(time.slept[0]).toBe(500);
   });
 });
