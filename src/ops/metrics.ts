@@ -155,46 +155,7 @@ export class BridgeMetrics {
 
   /** Callbacks for the upstream client (every hook of UpstreamHooks). */
   upstreamHooks(): UpstreamHooks {
-    const m = this.m;
-    const endpointLabel = (e: string): 'token' | 'reviews' => (e === 'token' ? 'token' : 'reviews');
-    const passLabel = (k: string): RequestPriority => (k === 'sweep' ? 'sweep' : 'incremental');
-    return {
-      onRequest: (endpoint, status, durationSeconds) => {
-        const e = endpointLabel(endpoint);
-        m.upstreamRequests.inc({ endpoint: e, status: statusCodeLabel(status) });
-        if (Number.isFinite(durationSeconds) && durationSeconds >= 0) {
-          m.upstreamDuration.observe({ endpoint: e }, durationSeconds);
-        }
-      },
-      onThrottled: (status) => {
-        const s = statusCodeLabel(status);
-        m.upstreamThrottled.inc({ status: THROTTLE_STATUSES.includes(s) ? s : 'other' });
-      },
-      onRetry: (endpoint, reason) => {
-        m.upstreamRetries.inc({ endpoint: endpointLabel(endpoint), reason: this.retryReasons.label(reason) });
-      },
-      onClockOffset: (seconds) => {
-        if (Number.isFinite(seconds)) m.clockOffset.set(seconds);
-      },
-      onPageShrunk: (reason) => {
-        m.pageShrinks.inc({ reason: reason === 'too_large' ? 'too_large' : 'status_400' });
-      },
-      onTokenRefresh: (outcome) => {
-        const o = (TOKEN_OUTCOMES as readonly string[]).includes(outcome) ? outcome : 'error';
-        m.tokenRefreshes.inc({ outcome: o });
-      },
-      onLimiterWait: (kind, seconds) => {
-        if (kind === 'incremental') this.pollBudget.requested();
-        if (Number.isFinite(seconds) && seconds >= 0) m.limiterWait.observe({ pass: passLabel(kind) }, seconds);
-      },
-      onReject: (reason) => {
-        m.recordsRejected.inc({ reason: rejectKindLabel(reason) });
-      },
-      onUnknownStatus: (field) => {
-        const f = (STATUS_FIELDS as readonly string[]).includes(field) ? field : 'other';
-        m.unknownStatuses.inc({ field: f });
-      },
-    };
+    return upstreamRecorders(this.m, this.retryReasons, this.pollBudget);
   }
 
   /** Counts valid reviews of a committed page. */
@@ -315,6 +276,49 @@ export class BridgeMetrics {
   private pass(pass: string): PassType {
     return isPassType(pass) ? pass : 'incremental';
   }
+}
+
+/** The upstream client's hooks, recording into the upstream metrics with bounded labels. */
+function upstreamRecorders(m: Instruments, retryReasons: BoundedVocabulary, pollBudget: PollBudget): UpstreamHooks {
+  const endpointLabel = (e: string): 'token' | 'reviews' => (e === 'token' ? 'token' : 'reviews');
+  const passLabel = (k: string): RequestPriority => (k === 'sweep' ? 'sweep' : 'incremental');
+  return {
+    onRequest: (endpoint, status, durationSeconds) => {
+      const e = endpointLabel(endpoint);
+      m.upstreamRequests.inc({ endpoint: e, status: statusCodeLabel(status) });
+      if (Number.isFinite(durationSeconds) && durationSeconds >= 0) {
+        m.upstreamDuration.observe({ endpoint: e }, durationSeconds);
+      }
+    },
+    onThrottled: (status) => {
+      const s = statusCodeLabel(status);
+      m.upstreamThrottled.inc({ status: THROTTLE_STATUSES.includes(s) ? s : 'other' });
+    },
+    onRetry: (endpoint, reason) => {
+      m.upstreamRetries.inc({ endpoint: endpointLabel(endpoint), reason: retryReasons.label(reason) });
+    },
+    onClockOffset: (seconds) => {
+      if (Number.isFinite(seconds)) m.clockOffset.set(seconds);
+    },
+    onPageShrunk: (reason) => {
+      m.pageShrinks.inc({ reason: reason === 'too_large' ? 'too_large' : 'status_400' });
+    },
+    onTokenRefresh: (outcome) => {
+      const o = (TOKEN_OUTCOMES as readonly string[]).includes(outcome) ? outcome : 'error';
+      m.tokenRefreshes.inc({ outcome: o });
+    },
+    onLimiterWait: (kind, seconds) => {
+      if (kind === 'incremental') pollBudget.requested();
+      if (Number.isFinite(seconds) && seconds >= 0) m.limiterWait.observe({ pass: passLabel(kind) }, seconds);
+    },
+    onReject: (reason) => {
+      m.recordsRejected.inc({ reason: rejectKindLabel(reason) });
+    },
+    onUnknownStatus: (field) => {
+      const f = (STATUS_FIELDS as readonly string[]).includes(field) ? field : 'other';
+      m.unknownStatuses.inc({ field: f });
+    },
+  };
 }
 
 // Counters with labels appear only when first incremented, and increase() cannot see a series' first sample
