@@ -23,7 +23,7 @@ export { chunkBySize, stateMessages, type ChangelogBatch, type ChangelogOffsets,
 export { topicReplication } from './topic-admin.js';
 
 // The Kafka adapter, composed of three parts: topic administration (topic-admin.ts), encoding and sizing of the
-// records (encoding.ts), and sending, with or without transactions (sender.ts). The review id is the key, so that
+// records (encoding.ts), and sending, with or without transactions (sender.ts, transactions.ts). The review id is the key, so that
 // a review's events stay in one partition in order.
 
 /** Sends the bridge's events and dead letters to Kafka. */
@@ -132,7 +132,7 @@ export class KafkaPublisher implements EventSink {
    * Call it after winning the lease, before any page.
    */
   async beginTransactions(): Promise<void> {
-    await this.sender.beginTransactions();
+    if (this.config.exactlyOnce) await this.sender.transactions.begin();
   }
 
   /**
@@ -159,7 +159,7 @@ export class KafkaPublisher implements EventSink {
 
   /** Gives the transactional id up (leadership ends): closes the transactional producer. */
   async endTransactions(): Promise<void> {
-    await this.sender.endTransactions();
+    await this.sender.transactions.end();
   }
 
   /**

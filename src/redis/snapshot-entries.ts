@@ -1,5 +1,4 @@
 import type { CheckpointUpdate } from '../core/checkpoint.js';
-import type { ChangelogCheckpoint } from '../core/changelog.js';
 import { FencedError, SnapshotLostError } from '../core/errors.js';
 import { decodeEntry, encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
 import { checkpointPairs } from './checkpoint-store.js';
@@ -9,7 +8,7 @@ import { BUCKET_BITS, bucketOf, fieldOf, scriptError } from './store-common.js';
 // The snapshot proper: the bridge's memory of every review. Entries live in hash buckets of 128 reviews (field = id
 // within the bucket) because small hashes are stored as compact listpacks: this is what keeps the snapshot at
 // 80-120 bytes a review. Writes go through the fenced commit and remove scripts (src/redis/lua), which write the
-// checkpoint in the same step; a restore from the changelog writes entries unfenced and finishes fenced.
+// checkpoint in the same step; a restore from the changelog is snapshot-restore.ts.
 
 /** Where Kafka's changelog stood after a commit (see ChangelogMark in src/bridge/pipeline.ts). */
 export interface CommitMark {
@@ -80,7 +79,7 @@ export class SnapshotEntries {
       for (const [partition, offset] of Object.entries(mark.offsets)) pairs.push(`clo:${partition}`, String(offset));
     }
     // Replicas acknowledge the commit before the next page is published (see README: a Redis failover).
-    await this.runCommit(epoch, pairs, bucketKeys, triples);
+    await runCommit(this.redis, this.keys, epoch, pairs, bucketKeys, triples);
   }
 
   /** Number of reviews in the snapshot. */
@@ -129,88 +128,6 @@ export class SnapshotEntries {
     }
   }
 
-  /** Removes the account's snapshot (entries, count, checkpoint) before a full restore; leases and requests stay. */
-  async clearForRestore(): Promise<void> {
-    const keys: string[] = [this.keys.checkpoint, this.keys.count];
-    for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) keys.push(...found);
-    for (let i = 0; i < keys.length; i += 500) await this.redis.unlink(...keys.slice(i, i + 500));
-  }
-
-  /** Writes restored entries (deleted: null) in one pipelined round trip; not fenced (restoreFinish is). */
-  async restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null]>): Promise<void> {
-    // Pipelines of a bounded size: a whole fetch at once would queue ~1 KiB of command objects per entry.
-    for (let i = 0; i < entries.length; i += 2_000) {
-      const pipeline = this.redis.pipeline();
-      for (const [id, entry] of entries.slice(i, i + 2_000)) {
-        const key = this.keys.bucket(bucketOf(id));
-        if (entry) pipeline.hset(key, fieldOf(id), encodeEntry(entry));
-        else pipeline.hdel(key, fieldOf(id));
-      }
-      const results = (await pipeline.exec()) ?? [];
-      for (const [err] of results) if (err) throw err;
-    }
-  }
-
-  /**
-   * Completes a restore: counts the entries, writes the changelog's checkpoint (fenced by `epoch`) with where
-   * the changelog was read to, and raises the epoch counter to the changelog's epoch floor. Resolves false when
-   * `epoch` itself is not above that floor (the caller must take a new lease: its epoch is not newer than history).
-   */
-  async restoreFinish(
-    epoch: number,
-    ckpt: ChangelogCheckpoint,
-    offsets: Record<number, number>,
-    cluster: string,
-  ): Promise<boolean> {
-    await this.redis.set(this.keys.count, String(await this.countEntries()));
-    const pairs = checkpointPairs({
-      ...(ckpt.watermark !== null ? { watermark: ckpt.watermark } : {}),
-      initialDone: ckpt.initialDone,
-      sweep: ckpt.sweep,
-      ...(ckpt.lastSweepAt !== null ? { lastSweepAt: ckpt.lastSweepAt } : {}),
-      ...(ckpt.lastIncrementalAt !== null ? { lastIncrementalAt: ckpt.lastIncrementalAt } : {}),
-      unreadable: ckpt.unreadable,
-      deferredSweeps: ckpt.deferredSweeps,
-      deferredReason: ckpt.deferredReason,
-    });
-    pairs.push('txn', String(ckpt.txn), 'kafka_cluster', cluster);
-    for (const [partition, offset] of Object.entries(offsets)) pairs.push(`clo:${partition}`, String(offset));
-    await this.runCommit(epoch, pairs, [], []);
-    if (epoch > ckpt.epoch) return true;
-    await this.redis.bridgeEpochFloor(this.keys.epoch, String(ckpt.epoch));
-    return false;
-  }
-
-  private async countEntries(): Promise<number> {
-    let count = 0;
-    for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) {
-      const pipeline = this.redis.pipeline();
-      for (const key of found) pipeline.hlen(key);
-      for (const [err, n] of (await pipeline.exec()) ?? []) {
-        if (err) throw err;
-        count += Number(n);
-      }
-    }
-    return count;
-  }
-
-  /** The fenced commit script (commit.lua) with checkpoint pairs and entry triples, acknowledged by the replicas. */
-  private async runCommit(
-    epoch: number,
-    pairs: string[],
-    bucketKeys: string[],
-    triples: (string | Buffer)[],
-  ): Promise<void> {
-    const keys = [this.keys.epoch, this.keys.checkpoint, this.keys.count, ...bucketKeys];
-    try {
-      await durably(this.redis, (p) =>
-        p.bridgeCommit(keys.length, ...keys, String(epoch), String(pairs.length / 2), ...pairs, ...triples),
-      );
-    } catch (err) {
-      throw scriptError(err);
-    }
-  }
-
   // Script arguments of entries: the bucket keys they touch and (bucket index, field, encoded entry) triples.
   private entryArgs(entries: ReadonlyArray<[number, SnapshotEntry]>) {
     const bucketKeys: string[] = [];
@@ -226,6 +143,25 @@ export class SnapshotEntries {
       triples.push(String(index), fieldOf(id), encodeEntry(entry));
     }
     return { bucketKeys, triples };
+  }
+}
+
+/** The fenced commit script (commit.lua) with checkpoint pairs and entry triples, acknowledged by the replicas. */
+export async function runCommit(
+  redis: BridgeRedis,
+  keys: AccountKeys,
+  epoch: number,
+  pairs: string[],
+  bucketKeys: string[],
+  triples: (string | Buffer)[],
+): Promise<void> {
+  const all = [keys.epoch, keys.checkpoint, keys.count, ...bucketKeys];
+  try {
+    await durably(redis, (p) =>
+      p.bridgeCommit(all.length, ...all, String(epoch), String(pairs.length / 2), ...pairs, ...triples),
+    );
+  } catch (err) {
+    throw scriptError(err);
   }
 }
 

@@ -3,25 +3,28 @@ import { CheckpointStore } from './checkpoint-store.js';
 import { ControlFlags } from './control-flags.js';
 import { DeadLetterMemory } from './dead-letter-memory.js';
 import { SnapshotEntries } from './snapshot-entries.js';
+import { SnapshotRestore } from './snapshot-restore.js';
 
 export type { Checkpoint, CheckpointUpdate } from '../core/checkpoint.js';
 export { PassProgressSchema, type PassProgress } from './checkpoint-store.js';
 export { FencedError, SnapshotLostError } from '../core/errors.js';
 
-// One account's state in Redis, in four parts that share the connection and the key names: the snapshot entries
-// (snapshot-entries.ts), the checkpoint and pass progress (checkpoint-store.ts), the operator's control flags
+// One account's state in Redis, in parts that share the connection and the key names: the snapshot entries
+// (snapshot-entries.ts) and their restore from the changelog (snapshot-restore.ts), the checkpoint and pass progress (checkpoint-store.ts), the operator's control flags
 // (control-flags.ts) and the dead-letter memory (dead-letter-memory.ts). Callers that need one part can take it
 // (`store.entries`, ...); the methods below are the parts' own, so the store still serves every port at once.
 
 /** Reads and commits snapshot entries and the checkpoint of one account, and keeps its flags and memories. */
 export class SnapshotStore {
   readonly entries: SnapshotEntries;
+  readonly restore: SnapshotRestore;
   readonly checkpoints: CheckpointStore;
   readonly control: ControlFlags;
   readonly deadLetters: DeadLetterMemory;
 
   constructor(redis: BridgeRedis, keys: AccountKeys) {
     this.entries = new SnapshotEntries(redis, keys);
+    this.restore = new SnapshotRestore(redis, keys);
     this.checkpoints = new CheckpointStore(redis, keys);
     this.control = new ControlFlags(redis, keys);
     this.deadLetters = new DeadLetterMemory(redis, keys);
@@ -33,9 +36,11 @@ export class SnapshotStore {
   size: SnapshotEntries['size'] = () => this.entries.size();
   scanEntries: SnapshotEntries['scanEntries'] = (...a) => this.entries.scanEntries(...a);
   removeEntries: SnapshotEntries['removeEntries'] = (...a) => this.entries.removeEntries(...a);
-  clearForRestore: SnapshotEntries['clearForRestore'] = () => this.entries.clearForRestore();
-  restoreEntries: SnapshotEntries['restoreEntries'] = (...a) => this.entries.restoreEntries(...a);
-  restoreFinish: SnapshotEntries['restoreFinish'] = (...a) => this.entries.restoreFinish(...a);
+
+  // A restore from the Kafka changelog.
+  clearForRestore: SnapshotRestore['clearForRestore'] = () => this.restore.clearForRestore();
+  restoreEntries: SnapshotRestore['restoreEntries'] = (...a) => this.restore.restoreEntries(...a);
+  restoreFinish: SnapshotRestore['restoreFinish'] = (...a) => this.restore.restoreFinish(...a);
 
   // The checkpoint and the progress of long passes.
   checkpoint: CheckpointStore['checkpoint'] = (...a) => this.checkpoints.checkpoint(...a);
