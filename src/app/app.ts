@@ -10,6 +10,7 @@ import { startOpsServer, type OpsServer, type ReadinessResult } from '../ops/htt
 import { accountKeys, connectRedis, redisOptions, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
+import { startTracing } from './tracing.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loops, one per
 // account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
@@ -80,6 +81,7 @@ export async function startApp(
 
   const processRegistry = new Registry();
   const replica = replicaId();
+  const tracing = startTracing(first.tracing, logger);
   // The registry and the leases carry one replica id, so `status` can tell which replica leads which account.
   const allotment = several
     ? new Allotment(replicaRegistry(redis, first.redis.keyPrefix), {
@@ -100,6 +102,7 @@ export async function startApp(
         processMetrics: !several,
         probesKafka: config === first,
         gate: allotment ? (lease, account) => allotment.gate(lease, account) : undefined,
+        tracer: tracing.tracer,
       },
       options,
     );
@@ -190,6 +193,8 @@ export async function startApp(
     durability.stop();
     await allotment?.stop();
     await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
+    // The spans of the last pages go out before the process ends.
+    await tracing.shutdown();
     await ops.close();
     await redis.quit().catch(() => redis.disconnect());
   };

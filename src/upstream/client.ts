@@ -456,7 +456,17 @@ export function createUpstreamClient(
         'records failed validation',
       );
     }
-    return { cursor, nextCursor, reviews, rejects, fetchedAt, upstreamAt, recordCount: envelope.records.length };
+    const receivedAt = Date.now();
+    return {
+      cursor,
+      nextCursor,
+      reviews,
+      rejects,
+      fetchedAt,
+      upstreamAt,
+      receivedAt,
+      recordCount: envelope.records.length,
+    };
   }
 
   return {

@@ -1,6 +1,6 @@
 import { SeenIds } from '../../core/deletion.js';
 import type { LongPassType } from '../../core/domain.js';
-import type { PagePipeline, PassSummary } from '../pipeline.js';
+import type { PagePipeline, PassSummary, PipelineRun } from '../pipeline.js';
 import type { Checkpoint, CheckpointUpdate } from '../../redis/snapshot-store.js';
 import type { Page, ReviewSource } from '../../upstream/types.js';
 import { progressOf } from '../../core/progress.js';
@@ -71,7 +71,7 @@ export async function openFullScan(
     ctx.metrics.passProgress(scan.kind, progressOf(sample).fraction);
   };
   progress();
-  return {
+  return tracedScan(run, signal, {
     type: scan.kind,
     summary: run.summary,
     get pollable() {
@@ -135,6 +135,31 @@ export async function openFullScan(
       if (closed) return;
       closed = true;
       await pages.return?.();
+    },
+  });
+}
+
+/** A scan whose pass span ends with it: completed, failed (or aborted) at a step, or abandoned by close(). */
+export function tracedScan(run: PipelineRun, signal: AbortSignal, scan: FullScanRun): FullScanRun {
+  return {
+    type: scan.type,
+    summary: scan.summary,
+    get pollable() {
+      return scan.pollable;
+    },
+    step: async () => {
+      try {
+        const more = await scan.step();
+        if (!more) run.end('ok');
+        return more;
+      } catch (err) {
+        run.end(signal.aborted ? 'aborted' : 'error', err);
+        throw err;
+      }
+    },
+    close: async () => {
+      run.end('abandoned');
+      await scan.close();
     },
   };
 }
