@@ -292,10 +292,10 @@ export const EnvSchema = z.object({
     .enum(['otlp', 'none'])
     .optional()
     .describe('otlp: send traces (OTLP over HTTP, JSON); none: off. Unset: on when an OTLP endpoint is set'),
-  OTEL_EXPORTER_OTLP_ENDPOINT: optionalText.describe(
+  OTEL_EXPORTER_OTLP_ENDPOINT: unsetWhenBlank(z.url({ protocol: /^https?$/ })).describe(
     'Base URL of the OTLP/HTTP receiver (traces go to <it>/v1/traces); setting it turns tracing on',
   ),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalText.describe(
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: unsetWhenBlank(z.url({ protocol: /^https?$/ })).describe(
     'Full URL traces are POSTed to (wins over OTEL_EXPORTER_OTLP_ENDPOINT); setting it turns tracing on',
   ),
   OTEL_SERVICE_NAME: z.string().min(1).default('reviews-bridge').describe('service.name of the spans'),
@@ -621,12 +621,6 @@ function tracingConfig(e: Env): TracingConfig {
   const endpoint =
     e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
     (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : null);
-  for (const [name, url] of [
-    ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT],
-    ['OTEL_EXPORTER_OTLP_ENDPOINT', e.OTEL_EXPORTER_OTLP_ENDPOINT],
-  ] as const) {
-    if (url !== undefined && !URL.canParse(url)) throw new ConfigError(name, 'not a URL');
-  }
   const asked = e.OTEL_TRACES_EXPORTER === 'otlp' || (e.OTEL_TRACES_EXPORTER === undefined && endpoint !== null);
   return {
     enabled: asked && !e.OTEL_SDK_DISABLED,
