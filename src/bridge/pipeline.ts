@@ -19,7 +19,7 @@ import {
   endSpan,
   noopPassTracer,
   SPAN_ATTRIBUTES,
-  traceparentOf,
+  withTraceparent,
   type PassTracer,
   type SpanOutcome,
 } from '../ops/tracing.js';
@@ -366,6 +366,11 @@ export class PipelineRun {
     this.span = tracer.enabled ? tracer.startPass(type, { [SPAN_ATTRIBUTES.epoch]: epoch }) : null;
   }
 
+  /** A step of the pass outside its pages (deletion detection): a child span, null when tracing is off. */
+  startStep(name: string): Span | null {
+    return this.span ? this.pipeline.tracer.startChild(this.span, name) : null;
+  }
+
   /** Ends the pass's span (once; later calls do nothing): completed, failed, aborted or abandoned. */
   end(outcome: SpanOutcome, err?: unknown): void {
     const span = this.span;
@@ -656,13 +661,9 @@ export class PipelineRun {
   }
 }
 
-/**
- * The events with the W3C traceparent of the page span that produced them (CloudEvents distributed tracing), so a
- * consumer can link to it. A copy: ids, fingerprints and the snapshot never see it. Unchanged without a span.
- */
+/** The events with the traceparent of the page span that produced them, so a consumer can link to it. */
 function stamped(events: ReviewEvent[], span: Span | null): ReviewEvent[] {
-  const traceparent = traceparentOf(span ?? undefined);
-  return traceparent ? events.map((event) => ({ ...event, traceparent })) : events;
+  return withTraceparent(events, span);
 }
 
 /** Ends a page span that committed, with what the page amounted to. */

@@ -115,3 +115,12 @@ export function traceparentOf(span: Span | undefined): string | undefined {
   const flags = (ctx.traceFlags & 0xff).toString(16).padStart(2, '0');
   return `00-${ctx.traceId}-${ctx.spanId}-${flags}`;
 }
+
+/**
+ * The events with the W3C traceparent of `span` (CloudEvents distributed tracing): copies, so that ids,
+ * fingerprints and the snapshot never see it. The events themselves without a valid span (tracing off).
+ */
+export function withTraceparent<E extends object>(events: E[], span: Span | null | undefined): E[] {
+  const traceparent = traceparentOf(span ?? undefined);
+  return traceparent ? events.map((event) => ({ ...event, traceparent })) : events;
+}

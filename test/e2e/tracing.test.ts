@@ -5,7 +5,14 @@ import { SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { startExampleConsumer } from '../../examples/consumer.js';
 import { TRACEPARENT_PATTERN, type ReviewEvent } from '../../src/core/events.js';
 import { SPAN_ATTRIBUTES } from '../../src/ops/tracing.js';
-import { eventually, initialLoadDone, simulatorForTest, startTestBridge, testEnv } from '../helpers/bridge.js';
+import {
+  eventually,
+  initialLoadDone,
+  simulatorForTest,
+  startTestBridge,
+  sweepNow,
+  testEnv,
+} from '../helpers/bridge.js';
 import { readAll, type ReadMessage } from '../helpers/kafka.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { schemaErrors } from '../helpers/schemas.js';
@@ -88,6 +95,11 @@ describe('OpenTelemetry traces', () => {
       30_000,
       'the example consumer to see the change',
     );
+    // A review removed upstream: the sweep's deletions step reports it, under the sweep's pass span.
+    const removed = target === 150 ? 149 : 150;
+    sim.control.removeReview(removed);
+    await sweepNow(b);
+    const deleted = await readAll([b.topics.deleted], { untilCount: 1, timeoutMs: 30_000 });
     await provider.forceFlush();
     await b.stop();
 
@@ -139,6 +151,13 @@ describe('OpenTelemetry traces', () => {
     const pageIds = new Set(initialPages.map((p) => p.spanId));
     const createdPages = created.map((m) => named(traceparentOfMessage(m)));
     expect(createdPages.every((id) => pageIds.has(id.spanId) && id.traceId === initial[0]!.traceId)).toBe(true);
+
+    // review.deleted names the deletions span of the sweep that found it.
+    expect(deleted.map((m) => (JSON.parse(m.value) as { subject: string }).subject)).toEqual([String(removed)]);
+    const deletions = byId.get(named(traceparentOfMessage(deleted[0]!)).spanId)!;
+    expect(deletions).toMatchObject({ name: 'deletions' });
+    expect(deletions.attributes).toMatchObject({ 'reviews_bridge.deleted': 1, [SPAN_ATTRIBUTES.outcome]: 'ok' });
+    expect(byId.get(deletions.parentSpanId)).toMatchObject({ name: 'pass sweep', parentSpanId: '' });
 
     // The example consumer's span of that event links to the page span the bridge sent.
     const consumed = otlp.spans.filter(

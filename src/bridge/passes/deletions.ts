@@ -4,6 +4,8 @@ import type { BridgeMetrics } from '../../ops/metrics.js';
 import type { PagePipeline } from '../pipeline.js';
 import type { SnapshotEntry } from '../../core/snapshot-entry.js';
 import type { ChangelogBatch, ChangelogOffsets } from '../../kafka/publisher.js';
+import type { Span } from '@opentelemetry/api';
+import { endSpan, SPAN_ATTRIBUTES, withTraceparent } from '../../ops/tracing.js';
 
 // The end of a complete sweep: reviews in the snapshot that the sweep did not list were deleted upstream. Order:
 // publish review.deleted, the state topic's tombstones and the changelog's deletion markers (one transaction),
@@ -42,6 +44,29 @@ export async function detectDeletions(
   epoch: number,
   sawReview: (id: number) => boolean,
   sweepStartedAt: number,
+  span: Span | null = null,
+): Promise<DeletionOutcome> {
+  try {
+    const outcome = await detect(pipeline, deps, epoch, sawReview, sweepStartedAt, span);
+    if (span) {
+      span.setAttribute('reviews_bridge.deleted', 'deleted' in outcome ? outcome.deleted : 0);
+      span.setAttribute('reviews_bridge.deletion_refused', 'refused' in outcome);
+      endSpan(span, 'ok');
+    }
+    return outcome;
+  } catch (err) {
+    if (span) endSpan(span, 'error', err);
+    throw err;
+  }
+}
+
+async function detect(
+  pipeline: PagePipeline,
+  deps: DeletionDeps,
+  epoch: number,
+  sawReview: (id: number) => boolean,
+  sweepStartedAt: number,
+  span: Span | null,
 ): Promise<DeletionOutcome> {
   const missing: Array<[number, SnapshotEntry]> = [];
   let known = 0;
@@ -60,7 +85,9 @@ export async function detectDeletions(
     deps.metrics.deletionRefused();
     return { refused: verdict.missing, known };
   }
-  const events = deletedEvents(eventSource, missing, pipeline.clock());
+  // review.deleted carries the traceparent of the sweep's deletions span (no page produced it).
+  const events = withTraceparent(deletedEvents(eventSource, missing, pipeline.clock()), span);
+  span?.setAttribute(SPAN_ATTRIBUTES.events, events.length);
   const removed = await pipeline.commitDeletions(epoch, events, missing, deps.sink, (e, entries) =>
     deps.snapshot.removeEntries(e, entries),
   );

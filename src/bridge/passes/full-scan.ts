@@ -94,7 +94,8 @@ export async function openFullScan(
         const update: CheckpointUpdate = { sweep: null, lastSweepAt: now, initialDone: true };
         if (deletion && seen && complete) {
           await run.settle();
-          await detectDeletions(pipeline, deletion, epoch, (id) => seen.has(id), scan.startedAt);
+          const span = run.startStep('deletions');
+          await detectDeletions(pipeline, deletion, epoch, (id) => seen.has(id), scan.startedAt, span);
         }
         // An upstream without Date headers gave no time for the first page: the largest updated_date read stands in.
         if (scan.kind === 'initial' && !watermarkSet) update.watermark = maxSeen ?? 0;
