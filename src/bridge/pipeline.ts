@@ -419,9 +419,14 @@ export class PipelineRun {
     const { pipeline } = this;
     await pipeline.settleOthers(this);
     const diffing = span && pipeline.tracer.startChild(span, 'diff');
-    const diffed = await this.diff(page);
+    const { diffed, deadLetters } = await (async () => {
+      const diffed = await this.diff(page);
+      return { diffed, deadLetters: await this.newDeadLetters(diffed.rejects) };
+    })().catch((err: unknown) => {
+      if (diffing) endSpan(diffing, 'error', err);
+      throw err;
+    });
     const key = pageKey(this.type, page, diffed);
-    const deadLetters = await this.newDeadLetters(diffed.rejects);
     const mustCommit = diffed.writes.size > 0 || options.commitIfUnchanged === true;
     if (diffing) {
       diffing.setAttribute(
