@@ -3,16 +3,23 @@
 //   2. follows the change topics from those offsets (or from its group's committed offsets after a restart);
 //   3. deduplicates and orders with the kit's reducer (by event id and per-review sequence), so redeliveries and
 //      cross-topic reordering do not matter;
-//   4. reacts to transitions to REJECTED (here: a callback, by default a log line).
+//   4. reacts to transitions to REJECTED (here: a callback, by default a log line);
+//   5. with OpenTelemetry on (the bridge's OTEL_* variables), handles each change event in a span of its own that
+//      links to the bridge's page span named by the event's traceparent: the trace of the poll that found it.
 // Run it: KAFKA_BROKERS=127.0.0.1:9092 npx tsx examples/consumer.ts   (topics: the bridge's defaults, or the
 // KAFKA_TOPIC_* variables the bridge uses). In another service, import from 'reviews-bridge' instead of '../src'.
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Kafka, logLevel, type Admin, type KafkaConfig } from 'kafkajs';
+import { SpanKind, TraceFlags, type Link, type Tracer } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import {
   FeedView,
   ForeignMessageError,
   parseReviewEvent,
+  traceparentOf,
   type KafkaRecordLike,
   type ParsedRecord,
   type RejectedTransition,
@@ -40,6 +47,8 @@ export interface ExampleConsumerOptions {
   /** Called for records that are not the bridge's (logged and skipped: a foreign record must not stop the feed). */
   onForeign?: (error: ForeignMessageError, topic: string) => void;
   kafka?: Partial<KafkaConfig>;
+  /** With a tracer, every followed change event is handled in a span linked to the bridge's page span. */
+  tracer?: Tracer;
 }
 
 /** A running example consumer. */
@@ -128,10 +137,25 @@ export async function startExampleConsumer(options: ExampleConsumerOptions): Pro
       onForeign(error, topic);
       return;
     }
-    const result = feed.apply(record);
-    // The state topic may still hold a review's older rows (compaction is lazy): transitions replayed while
-    // bootstrapping are history, not news, so only the followed change topics trigger reactions.
-    if (!bootstrapping) for (const transition of result.effects) onRejected(transition, result.view!);
+    // A span of the consumer's own trace, linked to (not a child of) the bridge's page: the page's trace ends at
+    // its commit, and one page's events are handled at different times, by different consumers.
+    const span =
+      options.tracer && !bootstrapping && 'event' in record
+        ? options.tracer.startSpan(`consume ${record.event.type}`, {
+            kind: SpanKind.CONSUMER,
+            root: true,
+            links: linkTo(traceparentOf(message, record)),
+            attributes: { 'messaging.system': 'kafka', 'messaging.destination.name': topic },
+          })
+        : undefined;
+    try {
+      const result = feed.apply(record);
+      // The state topic may still hold a review's older rows (compaction is lazy): transitions replayed while
+      // bootstrapping are history, not news, so only the followed change topics trigger reactions.
+      if (!bootstrapping) for (const transition of result.effects) onRejected(transition, result.view!);
+    } finally {
+      span?.end();
+    }
   };
 
   const { topics } = options;
@@ -175,6 +199,32 @@ export async function startExampleConsumer(options: ExampleConsumerOptions): Pro
   };
 }
 
+/** The link to the span a W3C traceparent names (none without one). */
+export function linkTo(traceparent: string | null): Link[] {
+  const parts = traceparent?.split('-');
+  if (!parts || parts.length !== 4) return [];
+  const [, traceId, spanId, flags] = parts as [string, string, string, string];
+  const traceFlags = parseInt(flags, 16) & TraceFlags.SAMPLED;
+  return [{ context: { traceId, spanId, traceFlags, isRemote: true } }];
+}
+
+/**
+ * The consumer's tracer when the standard variables turn OpenTelemetry on (as for the bridge: OTEL_TRACES_EXPORTER=otlp
+ * or an OTLP endpoint, and OTEL_SDK_DISABLED not true), with the provider to shut down at exit; else null.
+ */
+export function tracingFromEnv(
+  env: Record<string, string | undefined> = process.env,
+): { tracer: Tracer; shutdown: () => Promise<void> } | null {
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const exporterOn = env.OTEL_TRACES_EXPORTER === 'otlp' || (env.OTEL_TRACES_EXPORTER === undefined && !!endpoint);
+  if (!exporterOn || env.OTEL_SDK_DISABLED === 'true') return null;
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME ?? 'reviews-feed-example' }),
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })],
+  });
+  return { tracer: provider.getTracer('reviews-feed-example'), shutdown: () => provider.shutdown() };
+}
+
 /** The topics of the bridge's environment variables, with the bridge's defaults. */
 export function topicsFromEnv(env: Record<string, string | undefined> = process.env): FeedTopics {
   return {
@@ -189,10 +239,12 @@ export function topicsFromEnv(env: Record<string, string | undefined> = process.
 
 async function main(): Promise<void> {
   const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',').map((b) => b.trim());
+  const tracing = tracingFromEnv();
   const consumer = await startExampleConsumer({
     brokers,
     groupId: process.env.CONSUMER_GROUP ?? 'reviews-feed-example',
     topics: topicsFromEnv(),
+    tracer: tracing?.tracer,
   });
   console.log(`bootstrapped ${consumer.bootstrapped} state rows, ${consumer.feed.live().size} live reviews; following`);
   const report = setInterval(() => {
@@ -201,7 +253,10 @@ async function main(): Promise<void> {
   }, 10_000);
   const stop = () => {
     clearInterval(report);
-    void consumer.stop().then(() => process.exit(0));
+    void consumer
+      .stop()
+      .then(() => tracing?.shutdown())
+      .then(() => process.exit(0));
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);

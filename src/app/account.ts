@@ -17,6 +17,8 @@ import type { FingerprintKeySource } from '../core/fingerprint-key.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
 import { fileOrEnvCredentials } from '../upstream/credentials.js';
 import type { ReviewSource } from '../upstream/types.js';
+import type { Tracer } from '@opentelemetry/api';
+import { PassTracer } from '../ops/tracing.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
 // namespace, checkpoint, lease, Kafka producer, metrics and loop. Nothing is shared with another account but the
@@ -69,10 +71,12 @@ export function passesFromConfig(
     metrics: BridgeMetrics;
     logger: Logger;
     keySource?: FingerprintKeySource;
+    /** The process's tracer when tracing is on. */
+    tracer?: Tracer | null;
   },
   options: AccountOptions = {},
 ): Passes {
-  const { source, store, sink, metrics, logger, keySource } = adapters;
+  const { source, store, sink, metrics, logger, keySource, tracer } = adapters;
   return new Passes(
     {
       snapshot: store,
@@ -83,6 +87,7 @@ export function passesFromConfig(
       initialLoadMode: config.initialLoadMode,
       beforeCommit: options.beforeCommit,
       fingerprintKey: keySource ? () => keySource.get() : undefined,
+      tracer: tracer ? new PassTracer(tracer, config.account) : undefined,
     },
     source,
     {
@@ -107,6 +112,8 @@ export interface AccountContext {
   replica: string;
   /** Wraps the account's lease (balanced leadership across replicas); absent: the plain lease. */
   gate?: (lease: LeasePort, account: string) => LeasePort;
+  /** The process's tracer when tracing is on (src/app/tracing.ts). */
+  tracer?: Tracer | null;
 }
 
 /** One account's bridge: its adapters and its loop. */
@@ -148,6 +155,7 @@ export class AccountBridge {
         metrics: this.metrics,
         logger,
         keySource: fingerprintKeySource(redis, config.redis.keyPrefix, config.fingerprintKeyFile),
+        tracer: context.tracer,
       },
       options,
     );

@@ -11,6 +11,7 @@ import { accountKeys, connectRedisFromConfig, replicaRegistry, type BridgeRedis 
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
 import { startAdminServer, type AdminServer } from '../admin/server.js';
+import { startTracing } from './tracing.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loops, one per
 // account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
@@ -83,6 +84,7 @@ export async function startApp(
 
   const processRegistry = new Registry();
   const replica = replicaId();
+  const tracing = startTracing(first.tracing, logger);
   // The registry and the leases carry one replica id, so `status` can tell which replica leads which account.
   const allotment = several
     ? new Allotment(replicaRegistry(redis, first.redis.keyPrefix), {
@@ -103,6 +105,7 @@ export async function startApp(
         processMetrics: !several,
         probesKafka: config === first,
         gate: allotment ? (lease, account) => allotment.gate(lease, account) : undefined,
+        tracer: tracing.tracer,
       },
       options,
     );
@@ -214,6 +217,8 @@ export async function startApp(
     durability.stop();
     await allotment?.stop();
     await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
+    // The spans of the last pages go out before the process ends.
+    await tracing.shutdown();
     await ops.close();
     await redis.quit().catch(() => redis.disconnect());
   };

@@ -14,6 +14,15 @@ import type { ReviewDeletedEvent } from '../core/events.js';
 import { STATUS_FIELDS } from '../core/review.js';
 import type { Page, Reject } from '../upstream/types.js';
 import { recordDigest } from '../core/record-digest.js';
+import type { Span } from '@opentelemetry/api';
+import {
+  endSpan,
+  noopPassTracer,
+  SPAN_ATTRIBUTES,
+  withTraceparent,
+  type PassTracer,
+  type SpanOutcome,
+} from '../ops/tracing.js';
 
 // The page pipeline: every page goes read entries → diff (pure) → one Kafka commit (events, state rows, dead
 // letters and the changelog: entries and the whole checkpoint, in one transaction when exactly-once is on) → the
@@ -85,6 +94,8 @@ export interface PipelineDeps {
   isolateAfter?: number;
   /** The key of the fingerprints (and so of the event ids); absent: unkeyed, and no changelog can be written. */
   fingerprintKey?: () => Promise<FingerprintKey>;
+  /** The account's spans (pass, page, steps); absent: the no-op tracer. */
+  tracer?: PassTracer;
 }
 
 /** One commit: what goes to Kafka, and the entries and checkpoint fields that go to Kafka's changelog and Redis. */
@@ -150,8 +161,11 @@ export class PagePipeline {
     mark: ChangelogMark;
   } | null = null;
 
+  readonly tracer: PassTracer;
+
   constructor(readonly deps: PipelineDeps) {
     this.clock = deps.clock ?? Date.now;
+    this.tracer = deps.tracer ?? noopPassTracer();
   }
 
   /**
@@ -170,7 +184,7 @@ export class PagePipeline {
    * only unless `durable`: the cursor of a sweep's unchanged pages only saves re-reading pages, and a restore that
    * misses it re-reads a few, which publishes nothing twice.
    */
-  async commitUnit(epoch: number, unit: CommitUnit, page?: Page): Promise<void> {
+  async commitUnit(epoch: number, unit: CommitUnit, page?: Page, span?: Span): Promise<void> {
     const { deps } = this;
     await this.flushPending();
     const entries = unit.entries ?? [];
@@ -190,16 +204,25 @@ export class PagePipeline {
     }
     const changelog = { ...next, txn: position.txn + 1, epoch };
     const t0 = performance.now();
-    const offsets = await deps.sink.publish(events, deadLetters, states, {
-      entries: this.keyed(entries),
-      checkpoint: changelog,
-    });
+    const publishing = span && this.tracer.startChild(span, 'publish', { [SPAN_ATTRIBUTES.events]: events.length });
+    const offsets = await deps.sink
+      .publish(events, deadLetters, states, { entries: this.keyed(entries), checkpoint: changelog })
+      .catch((err: unknown) => {
+        if (publishing) endSpan(publishing, 'error', err);
+        throw err;
+      });
+    if (publishing) endSpan(publishing, 'ok');
     deps.metrics.observePublish((performance.now() - t0) / 1000);
     // Kafka has it now: from here on this unit is never derived again, only written to Redis (now or on restore).
     this.position = changelog;
     this.pendingRedis = { epoch, entries, update, mark: { txn: changelog.txn, offsets } };
     if (page) await deps.beforeCommit?.(page);
-    await this.flushPending();
+    const committing = span && this.tracer.startChild(span, 'commit', { [SPAN_ATTRIBUTES.epoch]: epoch });
+    await this.flushPending().catch((err: unknown) => {
+      if (committing) endSpan(committing, 'error', err);
+      throw err;
+    });
+    if (committing) endSpan(committing, 'ok');
   }
 
   /**
@@ -330,13 +353,33 @@ interface DiffedPage {
 export class PipelineRun {
   readonly summary: PassSummary = { pages: 0, reviews: 0, events: 0, deadLetters: 0 };
   private failure: { err: unknown } | null = null;
+  /** The pass's span (null when tracing is off): its pages' spans hang under it. */
+  private readonly span: Span | null;
 
   constructor(
     private readonly pipeline: PagePipeline,
     readonly type: PassType,
     readonly epoch: number,
     private readonly createdAsInitial = false,
-  ) {}
+  ) {
+    const { tracer } = pipeline;
+    this.span = tracer.enabled ? tracer.startPass(type, { [SPAN_ATTRIBUTES.epoch]: epoch }) : null;
+  }
+
+  /** A step of the pass outside its pages (deletion detection): a child span, null when tracing is off. */
+  startStep(name: string): Span | null {
+    return this.span ? this.pipeline.tracer.startChild(this.span, name) : null;
+  }
+
+  /** Ends the pass's span (once; later calls do nothing): completed, failed, aborted or abandoned. */
+  end(outcome: SpanOutcome, err?: unknown): void {
+    const span = this.span;
+    if (!span?.isRecording()) return;
+    span.setAttribute(SPAN_ATTRIBUTES.pageReviews, this.summary.reviews);
+    span.setAttribute(SPAN_ATTRIBUTES.events, this.summary.events);
+    span.setAttribute('reviews_bridge.pages', this.summary.pages);
+    endSpan(span, outcome, err);
+  }
 
   /** Records the failure of this run's page in flight; the run's next call throws it. */
   fail(err: unknown): void {
@@ -349,22 +392,64 @@ export class PipelineRun {
    */
   async submit(page: Page, options: SubmitOptions = {}): Promise<boolean> {
     this.throwIfFailed();
+    const span = this.startPage(page);
+    try {
+      return await this.submitTraced(page, options, span);
+    } catch (err) {
+      if (span) endSpan(span, 'error', err);
+      throw err;
+    }
+  }
+
+  /** The span of a page, from its upstream request on, with its listing step (null when tracing is off). */
+  private startPage(page: Page): Span | null {
+    if (!this.span) return null;
+    const { tracer } = this.pipeline;
+    const sizes = {
+      [SPAN_ATTRIBUTES.pageReviews]: page.reviews.length,
+      [SPAN_ATTRIBUTES.pageRejects]: page.rejects.length,
+    };
+    const span = tracer.startChild(this.span, 'page', { [SPAN_ATTRIBUTES.pass]: this.type, ...sizes }, page.fetchedAt);
+    const listing = tracer.startChild(span, 'listing', sizes, page.fetchedAt);
+    endSpan(listing, 'ok', undefined, Math.max(page.fetchedAt, page.receivedAt ?? this.pipeline.clock()));
+    return span;
+  }
+
+  private async submitTraced(page: Page, options: SubmitOptions, span: Span | null): Promise<boolean> {
     const { pipeline } = this;
     await pipeline.settleOthers(this);
-    const diffed = await this.diff(page);
+    const diffing = span && pipeline.tracer.startChild(span, 'diff');
+    const { diffed, deadLetters } = await (async () => {
+      const diffed = await this.diff(page);
+      return { diffed, deadLetters: await this.newDeadLetters(diffed.rejects) };
+    })().catch((err: unknown) => {
+      if (diffing) endSpan(diffing, 'error', err);
+      throw err;
+    });
     const key = pageKey(this.type, page, diffed);
-    const deadLetters = await this.newDeadLetters(diffed.rejects);
     const mustCommit = diffed.writes.size > 0 || options.commitIfUnchanged === true;
+    if (diffing) {
+      diffing.setAttribute(
+        SPAN_ATTRIBUTES.events,
+        diffed.changes.reduce((n, c) => n + c.events.length, 0),
+      );
+      diffing.setAttribute(SPAN_ATTRIBUTES.deadLetters, deadLetters.list.length);
+      endSpan(diffing, 'ok');
+    }
 
     // Order: this page is published only after the page before it is committed.
     await this.settle();
     if ((pipeline.pageFailures.get(key) ?? 0) >= (pipeline.deps.isolateAfter ?? 3)) {
-      await this.isolate(page, diffed, deadLetters, options.checkpoint ?? {});
+      await this.isolate(page, diffed, deadLetters, options.checkpoint ?? {}, span);
       pipeline.pageFailures.delete(key);
+      if (span) endSpan(span, 'ok');
       return true;
     }
     const done = (async () => {
-      const events = diffed.changes.flatMap((c) => c.events);
+      const events = stamped(
+        diffed.changes.flatMap((c) => c.events),
+        span,
+      );
       const unit = {
         events,
         deadLetters: deadLetters.list,
@@ -373,13 +458,17 @@ export class PipelineRun {
         update: options.checkpoint ?? {},
         force: mustCommit,
       };
-      await pipeline.commitUnit(this.epoch, unit, page);
+      await pipeline.commitUnit(this.epoch, unit, page, span ?? undefined);
       await this.remember(deadLetters.digests);
       this.record(page, events, deadLetters.list);
     })().then(
-      () => void pipeline.pageFailures.delete(key),
+      () => {
+        pipeline.pageFailures.delete(key);
+        if (span) endPage(span, diffed, deadLetters.list.length, mustCommit);
+      },
       (err: unknown) => {
         pipeline.pageFailures.set(key, (pipeline.pageFailures.get(key) ?? 0) + 1);
+        if (span) endSpan(span, 'error', err);
         throw err;
       },
     );
@@ -390,7 +479,12 @@ export class PipelineRun {
   /** Commits checkpoint fields after this run's pages are committed (a poll's watermark, a sweep's end). */
   async commit(update: CheckpointUpdate): Promise<void> {
     await this.settle();
-    await this.pipeline.commitUnit(this.epoch, { update, force: true, durable: true });
+    await this.pipeline.commitUnit(
+      this.epoch,
+      { update, force: true, durable: true },
+      undefined,
+      this.span ?? undefined,
+    );
   }
 
   /** Waits until this run's page in flight is committed; throws its failure. */
@@ -494,6 +588,7 @@ export class PipelineRun {
     diffed: DiffedPage,
     deadLetters: { list: DeadLetter[]; digests: Set<string> },
     checkpoint: CheckpointUpdate,
+    span: Span | null = null,
   ): Promise<void> {
     const { deps, quarantined } = this.pipeline;
     const published: ReviewEvent[] = [];
@@ -502,9 +597,13 @@ export class PipelineRun {
     await this.pipeline.commitUnit(this.epoch, { deadLetters: deadLetters.list, states: diffed.states });
     const attempt = async (group: ReviewChange[]): Promise<void> => {
       if (group.length === 0) return;
-      const events = group.flatMap((c) => c.events);
+      const events = stamped(
+        group.flatMap((c) => c.events),
+        span,
+      );
       try {
-        await this.pipeline.commitUnit(this.epoch, { events, entries: group.map((c) => [c.id, c.entry]) });
+        const unit = { events, entries: group.map((c): [number, SnapshotEntry] => [c.id, c.entry]) };
+        await this.pipeline.commitUnit(this.epoch, unit, undefined, span ?? undefined);
         published.push(...events);
         succeeded += 1;
       } catch (err) {
@@ -565,6 +664,22 @@ export class PipelineRun {
       }
     }
   }
+}
+
+/** The events with the traceparent of the page span that produced them, so a consumer can link to it. */
+function stamped(events: ReviewEvent[], span: Span | null): ReviewEvent[] {
+  return withTraceparent(events, span);
+}
+
+/** Ends a page span that committed, with what the page amounted to. */
+function endPage(span: Span, diffed: DiffedPage, deadLetters: number, committed: boolean): void {
+  span.setAttribute(
+    SPAN_ATTRIBUTES.events,
+    diffed.changes.reduce((n, c) => n + c.events.length, 0),
+  );
+  span.setAttribute(SPAN_ATTRIBUTES.deadLetters, deadLetters);
+  span.setAttribute('reviews_bridge.page.committed', committed);
+  endSpan(span, 'ok');
 }
 
 /** Whether a checkpoint change matters to a restore: anything but the time of the last poll. */

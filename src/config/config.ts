@@ -317,6 +317,20 @@ export const EnvSchema = z.object({
     .default('masked')
     .describe('masked (policy applied), reference (size only) or raw (warned at start)'),
   SHUTDOWN_TIMEOUT_MS: int(1_000, 600_000).default(25_000).describe('Bound on graceful shutdown'),
+  // OpenTelemetry traces (src/app/tracing.ts), by the standard variables; the exporter reads the other OTLP ones.
+  OTEL_SDK_DISABLED: bool.default(false).describe('true: no tracing whatever the other OTEL_* settings say'),
+  OTEL_TRACES_EXPORTER: z
+    .enum(['otlp', 'none'])
+    .optional()
+    .describe('otlp: send traces (OTLP over HTTP, JSON); none: off. Unset: on when an OTLP endpoint is set'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: unsetWhenBlank(z.url({ protocol: /^https?$/ })).describe(
+    'Base URL of the OTLP/HTTP receiver (traces go to <it>/v1/traces); setting it turns tracing on',
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: unsetWhenBlank(z.url({ protocol: /^https?$/ })).describe(
+    'Full URL traces are POSTed to (wins over OTEL_EXPORTER_OTLP_ENDPOINT); setting it turns tracing on',
+  ),
+  OTEL_SERVICE_NAME: z.string().min(1).default('reviews-bridge').describe('service.name of the spans'),
+  OTEL_BSP_SCHEDULE_DELAY: int(10, 600_000).default(5_000).describe('Milliseconds between two exports of spans'),
 });
 
 /** Every environment variable the bridge reads (deployment manifests are tested against it). */
@@ -414,6 +428,18 @@ export interface BridgeConfig {
   privacy: PrivacyConfig;
   /** File of the secret that keys fingerprints and event ids; null: a generated key kept in Redis. */
   fingerprintKeyFile: string | null;
+  /** OpenTelemetry traces (OTEL_*): whether they are sent, where to, under which service name. */
+  tracing: TracingConfig;
+}
+
+/** The OpenTelemetry settings of the process. */
+export interface TracingConfig {
+  enabled: boolean;
+  /** The URL spans are POSTed to; null: the exporter's default (http://localhost:4318/v1/traces). */
+  endpoint: string | null;
+  serviceName: string;
+  /** Milliseconds between two batched exports. */
+  scheduleDelayMs: number;
 }
 
 /** Where and how the admin HTTP API listens. */
@@ -637,6 +663,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     privacy,
     fingerprintKeyFile: fingerprintKeyFile(e),
+    tracing: tracingConfig(e),
+  };
+}
+
+/** Tracing is on with an OTLP exporter asked for or an endpoint set, unless the SDK is disabled. */
+function tracingConfig(e: Env): TracingConfig {
+  const endpoint =
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : null);
+  const asked = e.OTEL_TRACES_EXPORTER === 'otlp' || (e.OTEL_TRACES_EXPORTER === undefined && endpoint !== null);
+  return {
+    enabled: asked && !e.OTEL_SDK_DISABLED,
+    endpoint,
+    serviceName: e.OTEL_SERVICE_NAME,
+    scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
   };
 }
 

@@ -13,6 +13,7 @@ const GROUPS: ReadonlyArray<[title: string, test: (name: string) => boolean]> = 
   ['Redis', (n) => n.startsWith('REDIS_')],
   ['Passes', (n) => /^(POLL|SWEEP|INITIAL|DELETE|HEARTBEAT|LEASE)_/.test(n)],
   ['Events and personal data', (n) => /^(EVENT|DEAD_LETTER|FINGERPRINT)_/.test(n)],
+  ['Tracing (OpenTelemetry)', (n) => n.startsWith('OTEL_')],
   ['Process', () => true],
 ];
 

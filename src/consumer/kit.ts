@@ -4,6 +4,7 @@ import {
   RECORD_SCHEMAS,
   ReviewStateSchema,
   STATE_RECORD_HEADER,
+  TRACEPARENT_PATTERN,
   type PublishedReview,
   type ReviewCreatedEvent,
   type ReviewDeletedEvent,
@@ -113,6 +114,19 @@ export function parseReviewEvent(message: KafkaRecordLike): ParsedRecord {
   if (key !== null && key !== event.subject && !key.endsWith(`:${event.subject}`))
     throw new ForeignMessageError(`${t} key differs from its subject`);
   return { kind: KINDS[t], event } as ParsedRecord;
+}
+
+/**
+ * The W3C `traceparent` of the bridge's page span that produced an event (CloudEvents distributed tracing): the
+ * Kafka header, else the envelope's attribute of the parsed event; null when the bridge was not tracing. A consumer
+ * starts its own span with a link to it, so a trace viewer leads from the consumer's work to the poll that found the
+ * change. Not part of the event's identity: deduplicate by id, never by it.
+ */
+export function traceparentOf(message: KafkaRecordLike, record?: ParsedRecord): string | null {
+  const fromHeader = header(message.headers, 'traceparent');
+  if (fromHeader !== null && TRACEPARENT_PATTERN.test(fromHeader)) return fromHeader;
+  const event = record && 'event' in record ? (record.event as { traceparent?: string }) : undefined;
+  return event?.traceparent ?? null;
 }
 
 function safeJson(value: string): unknown {

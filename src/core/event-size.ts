@@ -34,13 +34,30 @@ const NOT_FREE_TEXT: ReadonlySet<string> = new Set([
   'review_source',
 ]);
 
-/** The message of a CloudEvent (change, deletion, heartbeat): key = its subject, value = structured-mode JSON. */
-export function eventMessage(event: { subject: string }): OutgoingMessage {
-  return {
-    key: event.subject,
-    value: JSON.stringify(event),
-    headers: { 'content-type': CLOUDEVENTS_CONTENT_TYPE },
-  };
+/**
+ * The message of a CloudEvent (change, deletion, heartbeat): key = its subject, value = structured-mode JSON. An
+ * event's traceparent goes in a `traceparent` header too (the distributed-tracing extension's Kafka binding), so
+ * that a consumer can read it without parsing the value.
+ */
+export function eventMessage(event: { subject: string; traceparent?: string }): OutgoingMessage {
+  const headers: Record<string, string> = { 'content-type': CLOUDEVENTS_CONTENT_TYPE };
+  if (event.traceparent !== undefined) headers.traceparent = event.traceparent;
+  return { key: event.subject, value: JSON.stringify(event), headers };
+}
+
+/**
+ * Bytes a traceparent adds to an event's message (the attribute in the value and the header): reserved by fitEvent
+ * whether tracing is on or not, so that the cut of an event never depends on it and a stamped event still fits.
+ */
+export const TRACE_CONTEXT_BYTES = (() => {
+  const traceparent = `00-${'0'.repeat(32)}-${'0'.repeat(16)}-01`;
+  return messageBytes(eventMessage({ subject: '', traceparent })) - messageBytes(eventMessage({ subject: '' }));
+})();
+
+/** The bytes an event's message takes once sent: as built, plus its trace context when it has none yet. */
+function sentBytes(event: ReviewEvent): number {
+  const bytes = messageBytes(eventMessage(event));
+  return event.traceparent === undefined ? bytes + TRACE_CONTEXT_BYTES : bytes;
 }
 
 /** Upper bound of the bytes a message occupies in a record batch on the broker (UTF-8, overheads included). */
@@ -76,7 +93,7 @@ export type EventFit =
  */
 export function fitEvent(event: ReviewEvent, limitBytes: number): EventFit {
   const originalBytes = messageBytes(eventMessage(event));
-  if (originalBytes <= limitBytes) return { verdict: 'fits', event };
+  if (sentBytes(event) <= limitBytes) return { verdict: 'fits', event };
   const review: Record<string, unknown> = { ...event.data.review };
   const truncated = new Set<string>();
   const candidates = Object.keys(review).filter((k) => typeof review[k] === 'string' && !NOT_FREE_TEXT.has(k));
@@ -89,7 +106,7 @@ export function fitEvent(event: ReviewEvent, limitBytes: number): EventFit {
   // re-measured exactly); a field emptied leaves the race. Bounded: every round shortens or empties a field.
   for (let round = 0; round < 4 * candidates.length + 4; round++) {
     const candidate = build();
-    const bytes = messageBytes(eventMessage(candidate));
+    const bytes = sentBytes(candidate);
     if (bytes <= limitBytes) {
       return {
         verdict: 'truncated',

@@ -102,6 +102,18 @@ export const StatusChangedDataSchema = z.object({
 /** `data` of review.updated: a change of fields other than the statuses. */
 export const UpdatedDataSchema = z.object({ ...baseData, previous: PreviousStateSchema });
 
+/** W3C Trace Context `traceparent` (version-traceid-spanid-flags, lower-case hex). */
+export const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+// The CloudEvents distributed-tracing extension attribute: optional, additive to v1 (consumers may ignore it).
+const Traceparent = z
+  .string()
+  .regex(TRACEPARENT_PATTERN)
+  .describe(
+    'CloudEvents distributed-tracing extension: the W3C traceparent of the span of the page that produced this copy ' +
+      '(present only when the bridge traces); not part of the event identity: a re-delivery of the same id may carry another',
+  );
+
 function envelope<T extends EventType | 'review.deleted', D extends z.ZodType>(type: T, data: D) {
   return z.object({
     specversion: z.literal('1.0'),
@@ -114,6 +126,7 @@ function envelope<T extends EventType | 'review.deleted', D extends z.ZodType>(t
     datacontenttype: z.literal('application/json'),
     dataschema: z.string().min(1),
     data,
+    traceparent: Traceparent.optional(),
   });
 }
 

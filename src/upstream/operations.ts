@@ -125,5 +125,6 @@ async function fetchPageOf(
     onUnauthorized: () => tokens.invalidate(token),
   });
   const page = parsePage(envelope.json, envelope.records, describe, parts.parsing);
-  return { cursor, fetchedAt, upstreamAt, ...page };
+  // The end of the page's listing span: the answer is read and validated now.
+  return { cursor, fetchedAt, upstreamAt, receivedAt: Date.now(), ...page };
 }

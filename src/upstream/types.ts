@@ -24,6 +24,8 @@ export interface Page {
    * when it sends none. Watermarks and caps use it: the bridge's clock must never stand in for the upstream's.
    */
   upstreamAt?: number | null;
+  /** When the page's answer was read and validated (ms since epoch): the end of its listing span. */
+  receivedAt?: number;
 }
 
 /**

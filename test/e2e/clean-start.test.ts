@@ -4,6 +4,7 @@ import { startSimulator } from '../../src/simulator/index.js';
 import { testEnv } from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';
 import { runDir, spawnBridge, waitFor, type Child } from '../helpers/processes.js';
+import { startOtlpReceiver } from '../helpers/otlp-receiver.js';
 
 // The bridge as users start it (its own Node 24 process), through the initial load, polls and a clean stop: no
 // warning from the runtime or a dependency may appear (kafkajs' TimeoutNegativeWarning, kafkajs#1751, is patched
@@ -42,5 +43,36 @@ describe('a clean start on Node 24', () => {
     const output = readFileSync(log, 'utf8');
     expect(output).toContain('leading');
     expect(output.match(/.*Warning.*/g) ?? []).toEqual([]);
+  });
+
+  it('prints no process warning with OpenTelemetry on either, and its spans arrive', async () => {
+    const otlp = await startOtlpReceiver();
+    cleanups.push(() => otlp.close());
+    const sim = await startSimulator({ reviewCount: 150, seed: 6, rateLimit: null });
+    cleanups.push(() => sim.close());
+    const env = testEnv(sim.url, {
+      POLL_INTERVAL_MS: '500',
+      LOG_LEVEL: 'info',
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+    });
+    const log = `${runDir(env.BRIDGE_ACCOUNT!)}/bridge.log`;
+    const child = spawnBridge(env, log);
+    children.push(child);
+    await waitFor(
+      async () => (otlp.spans.some((s) => s.name === 'pass initial') ? true : undefined),
+      120_000,
+      'the initial load span to reach the receiver',
+      500,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const exit = await child.stop(20_000);
+    expect(exit.code).toBe(0);
+    const output = readFileSync(log, 'utf8');
+    expect(output).toContain('tracing on');
+    expect(output.match(/.*Warning.*/g) ?? []).toEqual([]);
+    expect(otlp.refused).toEqual([]);
+    expect(new Set(otlp.spans.map((s) => s.service))).toEqual(new Set(['reviews-bridge']));
+    expect(otlp.spans.some((s) => s.name === 'pass incremental')).toBe(true);
   });
 });

@@ -625,10 +625,14 @@ export class Oracle {
   }
 }
 
-/** Top-level and data.* paths where two events differ. */
+/**
+ * Top-level and data.* paths where two events differ. `traceparent` is not part of an event's identity (a copy
+ * re-published after a crash comes from another page span): it never counts as a difference.
+ */
 function differingPaths(a: Rec, b: Rec): string[] {
   const paths: string[] = [];
   for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    if (k === 'traceparent') continue;
     if (k === 'data' && a.data && b.data) {
       const da = a.data as Rec;
       const db = b.data as Rec;

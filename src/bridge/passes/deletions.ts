@@ -4,6 +4,8 @@ import type { BridgeMetrics } from '../../ops/metrics.js';
 import type { PagePipeline } from '../pipeline.js';
 import type { SnapshotEntry } from '../../core/snapshot-entry.js';
 import type { ChangelogBatch, ChangelogOffsets } from '../../kafka/publisher.js';
+import type { Span } from '@opentelemetry/api';
+import { endSpan, SPAN_ATTRIBUTES, withTraceparent } from '../../ops/tracing.js';
 
 // The end of a complete sweep: reviews in the snapshot that the sweep did not list were deleted upstream. Order:
 // publish review.deleted, the state topic's tombstones and the changelog's deletion markers (one transaction),
@@ -43,8 +45,9 @@ export async function detectDeletions(
   epoch: number,
   sawReview: (id: number) => boolean,
   sweepStartedAt: number,
+  span: Span | null = null,
 ): Promise<DeletionOutcome> {
-  const scan = new DeletionScan(pipeline, deps, epoch, sawReview, sweepStartedAt);
+  const scan = new DeletionScan(pipeline, deps, epoch, sawReview, sweepStartedAt, span);
   try {
     while (await scan.step());
     return await scan.finish();
@@ -75,6 +78,8 @@ export class DeletionScan {
     private readonly epoch: number,
     private readonly sawReview: (id: number) => boolean,
     private readonly sweepStartedAt: number,
+    /** The sweep's `deletions` span (tracing on): ended by finish or close; review.deleted carries its traceparent. */
+    private span: Span | null = null,
   ) {}
 
   /** Scans the next batch of the snapshot; resolves false once the whole snapshot was scanned. */
@@ -89,6 +94,17 @@ export class DeletionScan {
 
   /** Decides on what the steps found and publishes the deletions (after every step returned false). */
   async finish(): Promise<DeletionOutcome> {
+    try {
+      const outcome = await this.decide();
+      this.endSpan('ok', outcome);
+      return outcome;
+    } catch (err) {
+      this.endSpan('error', null, err);
+      throw err;
+    }
+  }
+
+  private async decide(): Promise<DeletionOutcome> {
     const { deps, pipeline } = this;
     const { logger, eventSource } = pipeline.deps;
     const missing = await this.stillMissing();
@@ -103,7 +119,9 @@ export class DeletionScan {
       deps.metrics.deletionRefused();
       return { refused: verdict.missing, known };
     }
-    const events = deletedEvents(eventSource, missing, pipeline.clock());
+    // review.deleted carries the traceparent of the sweep's deletions span (no page produced it).
+    const events = withTraceparent(deletedEvents(eventSource, missing, pipeline.clock()), this.span);
+    this.span?.setAttribute(SPAN_ATTRIBUTES.events, events.length);
     const removed = await pipeline.commitDeletions(this.epoch, events, missing, deps.sink, (e, entries) =>
       deps.snapshot.removeEntries(e, entries),
     );
@@ -112,8 +130,20 @@ export class DeletionScan {
     return { deleted: removed };
   }
 
+  private endSpan(outcome: 'ok' | 'error' | 'abandoned', result: DeletionOutcome | null, err?: unknown): void {
+    const span = this.span;
+    if (!span) return;
+    this.span = null;
+    if (result) {
+      span.setAttribute('reviews_bridge.deleted', 'deleted' in result ? result.deleted : 0);
+      span.setAttribute('reviews_bridge.deletion_refused', 'refused' in result);
+    }
+    endSpan(span, outcome, err);
+  }
+
   /** Stops scanning (closes the SCAN iteration). */
   async close(): Promise<void> {
+    this.endSpan('abandoned', null);
     await this.batches?.return?.();
   }
 

@@ -1,7 +1,7 @@
 import { decideDetection, SweepListing, UNREADABLE_MEMORY_MAX } from '../../core/deletion-inference.js';
 import { keyedRecordDigest, recordDigest } from '../../core/record-digest.js';
 import type { LongPassType } from '../../core/domain.js';
-import type { PagePipeline, PassSummary } from '../pipeline.js';
+import type { PagePipeline, PassSummary, PipelineRun } from '../pipeline.js';
 import type { Checkpoint, CheckpointUpdate } from '../../redis/snapshot-store.js';
 import type { Page, ReviewSource } from '../../upstream/types.js';
 import { progressOf } from '../../core/progress.js';
@@ -75,7 +75,7 @@ export async function openFullScan(
     ctx.metrics.passProgress(scan.kind, progressOf(sample).fraction);
   };
   progress();
-  return {
+  return tracedScan(run, signal, {
     type: scan.kind,
     summary: run.summary,
     get pollable() {
@@ -127,7 +127,8 @@ export async function openFullScan(
             deletion.metrics.setDeletionDeferredSweeps(0);
             let kept = 0;
             const saw = (id: number) => listing.seen.has(id) || (decision.keep(id) && ++kept > 0);
-            const del = new DeletionScan(pipeline, deletion, epoch, saw, scan.startedAt);
+            const span = run.startStep('deletions');
+            const del = new DeletionScan(pipeline, deletion, epoch, saw, scan.startedAt, span);
             detection = { scan: del, update, kept: () => kept };
             return true;
           }
@@ -161,7 +162,7 @@ export async function openFullScan(
       closed = true;
       await pages.return?.();
     },
-  };
+  });
 
   async function finishScan(update: CheckpointUpdate): Promise<void> {
     closed = true;
@@ -170,6 +171,31 @@ export async function openFullScan(
     ctx.metrics.sweepProgress(scan.seen, false);
     ctx.metrics.passProgress(scan.kind, null);
   }
+}
+
+/** A scan whose pass span ends with it: completed, failed (or aborted) at a step, or abandoned by close(). */
+export function tracedScan(run: PipelineRun, signal: AbortSignal, scan: FullScanRun): FullScanRun {
+  return {
+    type: scan.type,
+    summary: scan.summary,
+    get pollable() {
+      return scan.pollable;
+    },
+    step: async () => {
+      try {
+        const more = await scan.step();
+        if (!more) run.end('ok');
+        return more;
+      } catch (err) {
+        run.end(signal.aborted ? 'aborted' : 'error', err);
+        throw err;
+      }
+    },
+    close: async () => {
+      run.end('abandoned');
+      await scan.close();
+    },
+  };
 }
 
 /**

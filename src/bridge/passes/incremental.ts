@@ -1,4 +1,4 @@
-import type { PagePipeline, PassSummary } from '../pipeline.js';
+import type { PagePipeline, PassSummary, PipelineRun } from '../pipeline.js';
 import type { ReviewSource } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
 
@@ -18,12 +18,32 @@ export async function runIncrementalPoll(
 ): Promise<PassSummary> {
   // The upstream's time at the start of the poll (its Date headers); null when it sends none (no cap then: the
   // overlap window still covers a change made while the poll paged).
-  let started = source.upstreamNow?.() ?? null;
+  const started = source.upstreamNow?.() ?? null;
   // A sweep page still in flight commits first (its failure stays the sweep's), so the checkpoint read is current.
   await pipeline.settle();
   const ckpt = await pipeline.deps.snapshot.checkpoint(true);
   if (ckpt.watermark === null) throw new Error('incremental poll before the initial load set a watermark');
   const run = pipeline.open('incremental', epoch, { createdAsInitial: !ckpt.initialDone });
+  try {
+    const summary = await poll(ctx, run, source, ckpt.watermark, started, signal);
+    run.end('ok');
+    return summary;
+  } catch (err) {
+    run.end(signal.aborted ? 'aborted' : 'error', err);
+    throw err;
+  }
+}
+
+/** The pages of a poll from the watermark `from` minus the overlap, then its new watermark. */
+async function poll(
+  ctx: PassContext,
+  run: PipelineRun,
+  source: ReviewSource,
+  from: number,
+  started: number | null,
+  signal: AbortSignal,
+): Promise<PassSummary> {
+  const ckpt = { watermark: from };
   let maxSeen = ckpt.watermark;
   const since = Math.max(0, ckpt.watermark - ctx.overlapMs);
   for await (const page of source.pages({ updatedSince: since, kind: 'incremental', signal })) {

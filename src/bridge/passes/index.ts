@@ -11,6 +11,7 @@ import { openResync, type ResyncProgressSink } from './resync.js';
 import type { ResyncRequest } from '../../core/resync-request.js';
 import type { FingerprintKeySource } from '../../core/fingerprint-key.js';
 import { restoreFromChangelog, type RestoreMetrics, type RestorePorts } from '../restore.js';
+import { endSpan, SPAN_ATTRIBUTES } from '../../ops/tracing.js';
 
 export type { FullScanRun } from './full-scan.js';
 export type { PassContext } from './context.js';
@@ -128,13 +129,25 @@ export class Passes implements PassRunner {
       const record = { kind: 'restore' as const, requestId: null, seen, estimatedTotal: null, startedAt, finishedAt };
       await this.snapshot.setPassProgress(record);
     };
-    const outcome = await restoreFromChangelog(
-      ports,
-      { logger, metrics: this.metrics, clock, signal, progress },
-      epoch,
-      force,
-    );
-    return !outcome.reacquire;
+    const { tracer } = this.pipeline;
+    const span = tracer.enabled ? tracer.startPass('restore', { [SPAN_ATTRIBUTES.epoch]: epoch }) : null;
+    try {
+      const outcome = await restoreFromChangelog(
+        ports,
+        { logger, metrics: this.metrics, clock, signal, progress },
+        epoch,
+        force,
+      );
+      span?.setAttributes({
+        'reviews_bridge.restore.kind': outcome.kind,
+        'reviews_bridge.restore.entries': outcome.entries,
+      });
+      if (span) endSpan(span, 'ok');
+      return !outcome.reacquire;
+    } catch (err) {
+      if (span) endSpan(span, signal.aborted ? 'aborted' : 'error', err);
+      throw err;
+    }
   }
 
   takeRestoreRequest(): Promise<boolean> {

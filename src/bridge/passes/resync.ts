@@ -4,7 +4,7 @@ import type { ResyncRequest } from '../../core/resync-request.js';
 import type { PassProgress } from '../../redis/snapshot-store.js';
 import type { Page, ReviewSource } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
-import type { FullScanRun } from './full-scan.js';
+import { tracedScan, type FullScanRun } from './full-scan.js';
 
 // An operator's resync: re-reads the chosen reviews (by id, changed since a date, or all), publishes real
 // differences as ordinary events with detection "resync", and refreshes the state-topic row of every review it
@@ -70,7 +70,7 @@ export async function openResync(
     closed = true;
     await pages.return?.();
   };
-  return {
+  return tracedScan(run, signal, {
     type: 'resync',
     summary: run.summary,
     // A resync runs after the initial load only: polls always can.
@@ -92,7 +92,7 @@ export async function openResync(
       return true;
     },
     close,
-  };
+  });
 }
 
 /** The part of a page a resync by id wants; the ids found are struck from `wanted` so the resync can stop early. */

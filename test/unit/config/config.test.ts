@@ -219,3 +219,37 @@ describe('loadConfig', () => {
     expect(ENV_VARS).toContain('KAFKA_BROKERS');
   });
 });
+
+describe('tracing settings (OTEL_*)', () => {
+  const tracing = (env: Record<string, string>) => loadConfig({ ...minimal, ...env }).tracing;
+
+  it('off by default; on with an OTLP endpoint or OTEL_TRACES_EXPORTER=otlp; OTEL_SDK_DISABLED wins', () => {
+    expect(tracing({})).toEqual({
+      enabled: false,
+      endpoint: null,
+      serviceName: 'reviews-bridge',
+      scheduleDelayMs: 5_000,
+    });
+    expect(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' })).toMatchObject({
+      enabled: true,
+      endpoint: 'http://collector:4318/v1/traces',
+    });
+    expect(
+      tracing({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://other:4318/traces',
+      }),
+    ).toMatchObject({ enabled: true, endpoint: 'http://other:4318/traces' });
+    expect(tracing({ OTEL_TRACES_EXPORTER: 'otlp' })).toMatchObject({ enabled: true, endpoint: null });
+    expect(tracing({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).enabled).toBe(false);
+    expect(tracing({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'otlp' }).enabled).toBe(false);
+    expect(tracing({ OTEL_SERVICE_NAME: 'bridge-eu' }).serviceName).toBe('bridge-eu');
+  });
+
+  it('refuses an endpoint that is not a URL, and an exporter it does not have', () => {
+    expect(errorOf({ ...minimal, OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318 x' }).message).toMatch(
+      /OTEL_EXPORTER_OTLP_ENDPOINT/,
+    );
+    expect(errorOf({ ...minimal, OTEL_TRACES_EXPORTER: 'zipkin' }).message).toMatch(/OTEL_TRACES_EXPORTER/);
+  });
+});

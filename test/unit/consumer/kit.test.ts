@@ -5,6 +5,7 @@ import {
   ForeignMessageError,
   parseReviewEvent,
   reduceReview,
+  traceparentOf,
   type ParsedRecord,
   type ReviewRecord,
   type ReviewView,
@@ -250,5 +251,36 @@ describe('FeedView', () => {
     feed.apply(beat(20));
     feed.apply(beat(10));
     expect(feed.lastHeartbeat?.time).toBe(new Date(20).toISOString());
+  });
+});
+
+describe('traceparentOf', () => {
+  const created = diffReview({
+    previous: null,
+    review: { id: 8, updated_date: 5, client_publication_status: 'PENDING', pwr_publication_status: 'APPROVED' },
+    detection: 'incremental',
+    source: SOURCE,
+    fetchedAt: 1,
+    suppressCreated: false,
+  }).events[0]!;
+  const tp = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+
+  it('reads the Kafka header, else the envelope attribute, else null; parsing keeps the attribute', () => {
+    const stamped = { ...created, traceparent: tp };
+    const withBoth = { key: '8', value: JSON.stringify(stamped), headers: { traceparent: Buffer.from(tp) } };
+    const parsed = parseReviewEvent(withBoth);
+    expect(parsed.kind === 'created' && parsed.event.traceparent).toBe(tp);
+    expect(traceparentOf(withBoth, parsed)).toBe(tp);
+    const envelopeOnly = { key: '8', value: JSON.stringify(stamped), headers: {} };
+    expect(traceparentOf(envelopeOnly, parseReviewEvent(envelopeOnly))).toBe(tp);
+    const none = { key: '8', value: JSON.stringify(created), headers: {} };
+    expect(traceparentOf(none, parseReviewEvent(none))).toBeNull();
+    // A malformed header is ignored, not trusted.
+    expect(traceparentOf({ ...none, headers: { traceparent: 'nonsense' } }, parseReviewEvent(none))).toBeNull();
+  });
+
+  it('refuses an event whose traceparent attribute is malformed', () => {
+    const bad = { key: '8', value: JSON.stringify({ ...created, traceparent: 'x' }), headers: {} };
+    expect(() => parseReviewEvent(bad)).toThrow(ForeignMessageError);
   });
 });

@@ -10,6 +10,7 @@ import {
   fitReviewEvents,
   messageBytes,
   tooLargeReject,
+  TRACE_CONTEXT_BYTES,
   type OutgoingMessage,
 } from '../../../src/core/event-size.js';
 import { chunkBySize } from '../../../src/kafka/publisher.js';
@@ -250,5 +251,37 @@ describe('chunkBySize', () => {
         MiB,
       ),
     ).toHaveLength(1);
+  });
+});
+
+describe('events and their traceparent', () => {
+  const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+  it('a stamped event carries it in the envelope and as a traceparent header; an unstamped one in neither', () => {
+    const event = created(review());
+    expect(eventMessage(event).headers).toEqual({ 'content-type': 'application/cloudevents+json' });
+    const message = eventMessage({ ...event, traceparent: tp });
+    expect(message.headers).toEqual({ 'content-type': 'application/cloudevents+json', traceparent: tp });
+    expect(JSON.parse(message.value)).toEqual({ ...event, traceparent: tp });
+    expect(messageBytes(message) - messageBytes(eventMessage(event))).toBe(TRACE_CONTEXT_BYTES);
+  });
+
+  it('property: an event fitted without a traceparent still fits once stamped, and is cut the same either way', () => {
+    const text = fc.string({ maxLength: 3000 });
+    fc.assert(
+      fc.property(fc.record({ comments: text, headline: text }), fc.integer({ min: 1500, max: 8_000 }), (f, limit) => {
+        const event = created(review(f));
+        const fit = fitEvent(event, limit);
+        if (fit.verdict === 'too_large') return;
+        expect(messageBytes(eventMessage({ ...fit.event, traceparent: tp }))).toBeLessThanOrEqual(limit);
+        // Stamped first (the reserve is then already spent): the same cut.
+        const stampedFit = fitEvent({ ...event, traceparent: tp }, limit);
+        expect(stampedFit.verdict).toBe(fit.verdict);
+        if (stampedFit.verdict !== 'too_large') {
+          expect(stampedFit.event.data.review).toEqual(fit.event.data.review);
+        }
+      }),
+      { numRuns: 200 },
+    );
   });
 });

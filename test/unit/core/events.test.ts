@@ -4,9 +4,11 @@ import {
   deletedEvent,
   eventId,
   heartbeatEvent,
+  EVENT_SCHEMAS,
   ReviewDeletedEventSchema,
   ReviewHeartbeatEventSchema,
 } from '../../../src/core/events.js';
+import { firstDiff } from '../../helpers/first-diff.js';
 import { renderSchemas } from '../../../src/core/json-schemas.js';
 
 describe('event ids', () => {
@@ -94,3 +96,46 @@ describe('review.deleted and review.heartbeat builders', () => {
     ).not.toBe(beat.id);
   });
 });
+
+describe('the traceparent attribute (CloudEvents distributed tracing)', () => {
+  const event = firstDiff(
+    {
+      id: 12,
+      updated_date: 1_700_000_000_000,
+      client_publication_status: 'APPROVED',
+      pwr_publication_status: 'APPROVED',
+    },
+    1_700_000_000_000,
+  ).events[0]!;
+  const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+  it('is optional: an event is valid with it and without it, and it is kept by parsing', () => {
+    expect(EVENT_SCHEMAS['review.created'].safeParse(event).success).toBe(true);
+    const parsed = EVENT_SCHEMAS['review.created'].parse({ ...event, traceparent: tp });
+    expect(parsed.traceparent).toBe(tp);
+    expect(ReviewDeletedEventSchema.safeParse({ ...deletedEvent('urn:a', deleted, 1), traceparent: tp }).success).toBe(
+      true,
+    );
+  });
+
+  it('must be a W3C traceparent', () => {
+    for (const bad of ['', '00-abc-def-01', tp.toUpperCase(), `${tp}-extra`]) {
+      expect(EVENT_SCHEMAS['review.created'].safeParse({ ...event, traceparent: bad }).success, bad).toBe(false);
+    }
+  });
+
+  it('is in the published JSON Schemas as an optional property', () => {
+    const schema = JSON.parse(renderSchemas().get('review.created.v1.json')!) as {
+      properties: Record<string, unknown>;
+      required: string[];
+    };
+    expect(schema.properties).toHaveProperty('traceparent');
+    expect(schema.required).not.toContain('traceparent');
+  });
+});
+
+const deleted = {
+  id: 3,
+  previous: { client_publication_status: 'APPROVED', pwr_publication_status: 'APPROVED', updated_date: 1, sequence: 2 },
+  stateDigest: 'd',
+};
