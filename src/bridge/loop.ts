@@ -40,6 +40,8 @@ export interface LoopDeps {
   clock?: () => number;
   /** Waits `ms` or until `signal` aborts (rejects then); tests pass a fake that advances a fake clock. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Called while standing by, after the sweep and any resync went back: frees what only a leader needs. */
+  onStandby?: () => Promise<void>;
 }
 
 /** Liveness as the ops server reports it. */
@@ -146,6 +148,7 @@ export class BridgeLoop {
         this.becomes('standby', 0);
         await this.abandonFullScan();
         await this.handBackResync();
+        await this.deps.onStandby?.().catch((err: unknown) => this.deps.logger.warn({ err }, 'standby release failed'));
         await this.pause(this.deps.timing.leaseTtlMs / 3);
         continue;
       }
