@@ -9,6 +9,7 @@ import {
   benchEnv,
   dropAccount,
   dropTopics,
+  imageNodeFlags,
   percentile,
   round,
   services,
@@ -39,15 +40,6 @@ const RUNTIMES =
     : [process.env.BENCH_MEMORY_RUNTIME ?? 'build'];
 const TARGET_MIB = 256;
 const { kafkaBrokers } = services();
-
-/** The Node flags of the image's ENTRYPOINT (["node", ...flags, "dist/src/cli.js"]): the defaults users get. */
-function entrypointFlags(): string[] {
-  if (process.env.BENCH_NODE_FLAGS !== undefined) return process.env.BENCH_NODE_FLAGS.split(' ').filter(Boolean);
-  const line = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(`${ROOT}/Dockerfile`, 'utf8'))?.[1];
-  if (!line) throw new Error('bench: no ENTRYPOINT in the Dockerfile');
-  const entry = JSON.parse(line) as string[];
-  return entry.slice(1, entry.indexOf('dist/src/cli.js'));
-}
 
 function command(runtime: string, flags: string[]): string[] {
   if (runtime === 'build') {
@@ -254,7 +246,7 @@ const redisServer = new PrivateRedis(REDIS_PORT, 'bench-redis', 'none');
 redisServer.wipe();
 await redisServer.start();
 try {
-  const flags = entrypointFlags();
+  const flags = imageNodeFlags();
   const runtimes: Record<string, unknown> = {};
   let snapshot: Record<string, unknown> | null = null;
   let overallPeak = 0;
