@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
+import v8 from 'node:v8';
 import { pino } from 'pino';
 import type { BridgeConfig } from '../src/config/config.js';
 import { Lease } from '../src/redis/lease.js';
@@ -63,14 +64,22 @@ export function benchEnv(
   };
 }
 
-/** What the figures were measured on. */
+const loadNow = () => loadavg().map((l) => Math.round(l * 100) / 100);
+/** The machine's load when the benchmark started (this module is loaded first thing). */
+const loadAtStart = loadNow();
+
+/** What the figures were measured on: the runtime, the machine and its load at the start and at the end. */
 export function machine(): Record<string, unknown> {
   return {
     cpus: cpus().length,
     cpuModel: cpus()[0]?.model,
     memoryGiB: Math.round(totalmem() / 2 ** 30),
     node: process.version,
-    loadAverageAtStart: loadavg().map((l) => Math.round(l * 100) / 100),
+    v8: process.versions.v8,
+    execArgv: process.execArgv,
+    nodeOptions: process.env.NODE_OPTIONS ?? '',
+    loadAverageAtStart: loadAtStart,
+    loadAverageAtEnd: loadNow(),
   };
 }
 
@@ -107,6 +116,9 @@ export class RssSampler {
   private readonly rss: number[] = [];
   private readonly heap: number[] = [];
   private readonly timer: NodeJS.Timeout;
+  /** The breakdown at the sample of the largest RSS: where the memory was when it peaked. */
+  private atPeak: Record<string, number> = {};
+  private peak = 0;
 
   constructor(intervalMs = 100) {
     this.timer = setInterval(() => this.sample(), intervalMs);
@@ -117,10 +129,19 @@ export class RssSampler {
     const m = process.memoryUsage();
     this.rss.push(m.rss);
     this.heap.push(m.heapUsed);
+    if (m.rss > this.peak) {
+      this.peak = m.rss;
+      this.atPeak = memoryBreakdown(m);
+    }
   }
 
   /** Stops and summarises (MiB). */
-  stop(): { samples: number; rssMiB: Record<string, number>; heapUsedMiB: Record<string, number> } {
+  stop(): {
+    samples: number;
+    rssMiB: Record<string, number>;
+    heapUsedMiB: Record<string, number>;
+    atPeakMiB: Record<string, number>;
+  } {
     clearInterval(this.timer);
     this.sample();
     const mib = (v: number) => round(v / 2 ** 20);
@@ -130,8 +151,28 @@ export class RssSampler {
       max: mib(Math.max(...list)),
       last: mib(list[list.length - 1]!),
     });
-    return { samples: this.rss.length, rssMiB: stats(this.rss), heapUsedMiB: stats(this.heap) };
+    return { samples: this.rss.length, rssMiB: stats(this.rss), heapUsedMiB: stats(this.heap), atPeakMiB: this.atPeak };
   }
+}
+
+/**
+ * Where a process's memory is (MiB): RSS, the V8 heap (committed and used, and the committed size of its young
+ * generation, `new_space`, and of its code space), memory outside the heap (external, of which array buffers).
+ */
+export function memoryBreakdown(m: NodeJS.MemoryUsage = process.memoryUsage()): Record<string, number> {
+  const mib = (v: number) => round(v / 2 ** 20);
+  const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size]));
+  return {
+    rss: mib(m.rss),
+    heapTotal: mib(m.heapTotal),
+    heapUsed: mib(m.heapUsed),
+    newSpace: mib(spaces.new_space ?? 0),
+    oldSpace: mib(spaces.old_space ?? 0),
+    codeSpace: mib((spaces.code_space ?? 0) + (spaces.code_large_object_space ?? 0)),
+    largeObjectSpace: mib(spaces.large_object_space ?? 0),
+    external: mib(m.external),
+    arrayBuffers: mib(m.arrayBuffers),
+  };
 }
 
 /** CPU time of this process between start and stop. */
@@ -339,4 +380,16 @@ export async function dropTopics(brokers: string[], topics: string[]): Promise<v
   } finally {
     await admin.disconnect();
   }
+}
+
+/**
+ * The Node flags the container image runs with (its `ENV NODE_OPTIONS="..."`): the defaults users get.
+ * BENCH_NODE_FLAGS replaces them (e.g. "" for Node's own defaults).
+ */
+export function imageNodeFlags(): string[] {
+  const flags =
+    process.env.BENCH_NODE_FLAGS ??
+    /^ENV NODE_OPTIONS="([^"]*)"\s*$/m.exec(readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8'))?.[1];
+  if (flags === undefined) throw new Error('bench: no ENV NODE_OPTIONS in the Dockerfile');
+  return flags.split(' ').filter(Boolean);
 }

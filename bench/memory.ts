@@ -1,123 +1,294 @@
-import { PrivateRedis } from '../test/helpers/processes.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { accountKeys, connectRedis } from '../src/redis/connection.js';
+import { SnapshotStore } from '../src/redis/snapshot-store.js';
+import { startSimulator } from '../src/simulator/index.js';
+import { freePort, PrivateRedis, ROOT, spawnLogged, type Child } from '../test/helpers/processes.js';
 import {
-  benchPasses,
+  BENCH_KEY_PREFIX,
+  benchEnv,
   dropAccount,
   dropTopics,
-  InMemorySource,
+  imageNodeFlags,
+  percentile,
   round,
-  RssSampler,
   services,
+  uniqueName,
   writeResult,
 } from './lib.js';
 
-// Memory of the bridge process during passes over a million reviews, and the size of the snapshot in Redis.
+// Memory of the bridge as users run it: the whole bridge (`run`) as its own process, started the way the container
+// image starts it (the Dockerfile's ENTRYPOINT, `node <flags> dist/src/cli.js`) or from the sources under tsx with
+// the same flags (BENCH_MEMORY_RUNTIME = build (default) | tsx | both), against the bundled simulator (no rate
+// limit, in this process), a private redis-server (no persistence) and the shared Kafka broker.
 //  - Pass 1: initial load of BENCH_REVIEWS (default 1,000,000) reviews with INITIAL_LOAD_MODE=suppress: every
-//    review read, validated, diffed and written to the snapshot, no events (publish NOT included: a million
-//    created events would put ~1.5 GB on the shared broker).
-//  - Pass 2: a sweep over the same million, unchanged (nothing to publish by nature).
-//  - Pass 3: initial load of BENCH_PUBLISH_REVIEWS (default 200,000) other reviews in 'mark' mode: publish
-//    included, every review.created sent to Kafka and acknowledged.
-// Pages are generated on demand (the simulator's generator, serialised and parsed again per page), so the source
-// holds nothing. RSS sampled every 100 ms. Redis bytes per review: MEMORY USAGE summed over the account's bucket
-// keys (and the INFO used_memory delta) of a private redis-server (no persistence) divided by the review count.
+//    review fetched over HTTP, validated, diffed and written to the snapshot (and its changelog), no events
+//    (publish NOT included: a million created events would put ~1.5 GB on the shared broker).
+//  - Pass 2: a sweep over the same million, unchanged.
+//  - Pass 3: another process, initial load of BENCH_PUBLISH_REVIEWS (default 200,000) other reviews in 'mark'
+//    mode: every review.created sent to Kafka and acknowledged.
+// The bridge's RSS is read from /proc/<pid>/status every 100 ms (VmRSS) and its peak from the kernel (VmHWM, so no
+// peak falls between samples); where the memory is (V8 heap spaces, external) comes from its own /metrics every
+// second. BENCH_NODE_FLAGS replaces the ENTRYPOINT's Node flags (e.g. "" for Node's own defaults).
 
 const N = Number(process.env.BENCH_REVIEWS ?? 1_000_000);
 const N_PUBLISH = Number(process.env.BENCH_PUBLISH_REVIEWS ?? 200_000);
 const REDIS_PORT = Number(process.env.BENCH_REDIS_PORT ?? 36579);
+const RUNTIMES =
+  (process.env.BENCH_MEMORY_RUNTIME ?? 'build') === 'both'
+    ? ['build', 'tsx']
+    : [process.env.BENCH_MEMORY_RUNTIME ?? 'build'];
+const TARGET_MIB = 256;
 const { kafkaBrokers } = services();
+
+function command(runtime: string, flags: string[]): string[] {
+  if (runtime === 'build') {
+    if (!existsSync(`${ROOT}/dist/src/cli.js`)) throw new Error('bench: run `npm run build` first');
+    return [...flags, 'dist/src/cli.js', 'run'];
+  }
+  return [...flags, '--import', 'tsx', 'src/cli.ts', 'run'];
+}
+
+const statusKiB = (pid: number, field: string): number => {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m?.[1] ?? NaN);
+};
+
+/** Where a process's memory is, MiB. */
+interface MemoryFigures {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  newSpace: number;
+  oldSpace: number;
+  codeSpace: number;
+  external: number;
+}
+
+/** The memory figures of the bridge's /metrics (prom-client's process metrics), MiB. */
+async function scrape(port: number): Promise<MemoryFigures | null> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const value = (name: string, labels = '') =>
+      Number(new RegExp(`^${name}(?:\\{${labels}[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
+    return {
+      rss: round(value('process_resident_memory_bytes')),
+      heapTotal: round(value('nodejs_heap_size_total_bytes')),
+      heapUsed: round(value('nodejs_heap_size_used_bytes')),
+      newSpace: round(value('nodejs_heap_space_size_total_bytes', 'space="new"')),
+      oldSpace: round(value('nodejs_heap_space_size_total_bytes', 'space="old"')),
+      codeSpace: round(value('nodejs_heap_space_size_total_bytes', 'space="code"')),
+      external: round(value('nodejs_external_memory_bytes')),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** Samples a child's RSS (and its breakdown through /metrics) until stopped. */
+class ChildSampler {
+  private readonly rss: number[] = [];
+  private readonly timer: NodeJS.Timeout;
+  private readonly scraper: NodeJS.Timeout;
+  private atPeak: MemoryFigures | null = null;
+  private peakScraped = 0;
+
+  constructor(
+    private readonly child: Child,
+    private readonly port: number,
+  ) {
+    this.timer = setInterval(() => this.sample(), 100);
+    this.scraper = setInterval(() => void this.breakdown(), 1_000);
+    this.sample();
+  }
+
+  private sample(): void {
+    if (this.child.alive) this.rss.push(statusKiB(this.child.pid, 'VmRSS') / 1024);
+  }
+
+  private async breakdown(): Promise<void> {
+    const figures = await scrape(this.port);
+    if (figures && figures.rss >= this.peakScraped) {
+      this.peakScraped = figures.rss;
+      this.atPeak = figures;
+    }
+  }
+
+  stop(): Record<string, unknown> {
+    clearInterval(this.timer);
+    clearInterval(this.scraper);
+    this.sample();
+    return {
+      samples: this.rss.length,
+      rssMiB: {
+        first: round(this.rss[0]!),
+        p50: round(percentile(this.rss, 50)),
+        max: round(Math.max(...this.rss)),
+        last: round(this.rss[this.rss.length - 1]!),
+      },
+      breakdownAtLargestScrapeMiB: this.atPeak,
+    };
+  }
+}
+
+/** One bridge process over one fresh account of `count` reviews; `body` drives it and names its passes. */
+async function bridgeRun(
+  runtime: string,
+  flags: string[],
+  redisUrl: string,
+  count: number,
+  mode: 'suppress' | 'mark',
+  body: (ctx: {
+    store: SnapshotStore;
+    bucketPattern: string;
+    pass: (name: string, reviews: number, start: () => Promise<void>) => Promise<void>;
+  }) => Promise<void>,
+): Promise<{ passes: Record<string, unknown>; peakRssMiB: number; startedRssMiB: number; store?: unknown }> {
+  const sim = await startSimulator({ reviewCount: count, seed: 11, rateLimit: null });
+  const account = uniqueName('bench-mem');
+  const port = await freePort();
+  const env = benchEnv(account, sim.url, {
+    REDIS_URL: redisUrl,
+    INITIAL_LOAD_MODE: mode,
+    UPSTREAM_RATE_LIMIT_RPS: '1000',
+    UPSTREAM_RATE_LIMIT_BURST: '10',
+    HTTP_PORT: String(port),
+    NODE_OPTIONS: '',
+  });
+  const redis = connectRedis(redisUrl);
+  const keys = accountKeys(BENCH_KEY_PREFIX, account);
+  const store = new SnapshotStore(redis, keys);
+  const child = spawnLogged(process.execPath, command(runtime, flags), env, `${ROOT}/.run/bench-memory-${runtime}.log`);
+  const passes: Record<string, unknown> = {};
+
+  try {
+    // Started: its ops server answers.
+    for (let i = 0; (await scrape(port)) === null; i++) {
+      if (!child.alive || i > 600) throw new Error(`bench: the bridge did not start (see ${child.logFile})`);
+      await sleep(100);
+    }
+    const startedRssMiB = round(statusKiB(child.pid, 'VmRSS') / 1024);
+    // A pass ends when the checkpoint records a sweep finished after it began.
+    const pass = async (name: string, reviews: number, start: () => Promise<void>) => {
+      const sampler = new ChildSampler(child, port);
+      const t0 = Date.now();
+      await start();
+      for (;;) {
+        const c = await store.checkpoint();
+        if (c.initialDone && c.sweep === null && (c.lastSweepAt ?? 0) > t0) break;
+        if (!child.alive) throw new Error(`bench: the bridge exited (see ${child.logFile})`);
+        await sleep(200);
+      }
+      const seconds = (Date.now() - t0) / 1000;
+      passes[name] = {
+        reviews,
+        seconds: round(seconds),
+        reviewsPerSecond: Math.round(reviews / seconds),
+        ...sampler.stop(),
+      };
+      console.log(runtime, name, JSON.stringify(passes[name]));
+    };
+    await body({ store, bucketPattern: keys.bucketPattern, pass });
+    const peakRssMiB = round(statusKiB(child.pid, 'VmHWM') / 1024);
+    return { passes, peakRssMiB, startedRssMiB };
+  } finally {
+    await child.stop(30_000);
+    await sim.close();
+    await dropAccount(redis, keys);
+    await redis.quit();
+    await dropTopics(
+      kafkaBrokers,
+      Object.entries(env)
+        .filter(([name]) => name.startsWith('KAFKA_TOPIC_'))
+        .map(([, topic]) => topic),
+    );
+  }
+}
+
+/** Snapshot size in Redis: MEMORY USAGE over the account's bucket keys, per review, and the buckets' encodings. */
+async function snapshotSize(store: SnapshotStore, pattern: string, redisUrl: string): Promise<Record<string, unknown>> {
+  const redis = connectRedis(redisUrl);
+  try {
+    const size = await store.size();
+    let bucketBytes = 0;
+    let buckets = 0;
+    const encodings: Record<string, number> = {};
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      const pipeline = redis.pipeline();
+      for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', '0').object('ENCODING', key);
+      const results = (await pipeline.exec()) ?? [];
+      for (let i = 0; i < results.length; i += 2) {
+        const [err, bytes] = results[i]!;
+        const [err2, enc] = results[i + 1]!;
+        if (err || err2) throw err ?? err2;
+        bucketBytes += Number(bytes);
+        buckets += 1;
+        encodings[String(enc)] = (encodings[String(enc)] ?? 0) + 1;
+      }
+    } while (cursor !== '0');
+    return {
+      reviews: size,
+      bucketKeys: buckets,
+      // Buckets hold 128 entries; Redis keeps a hash as a compact listpack only while every value is <= 64 bytes.
+      bucketEncodings: encodings,
+      bytesPerReviewMemoryUsage: round(bucketBytes / size, 1),
+      totalMiB: round(bucketBytes / 2 ** 20, 1),
+    };
+  } finally {
+    await redis.quit();
+  }
+}
 
 const redisServer = new PrivateRedis(REDIS_PORT, 'bench-redis', 'none');
 redisServer.wipe();
 await redisServer.start();
 try {
-  const bp = await benchPasses(new InMemorySource({ count: N }), {
-    redisUrl: redisServer.url,
-    kafkaBrokers,
-    initialLoadMode: 'suppress',
-  });
-  const usedMemory = async () => Number(/used_memory:(\d+)/.exec(await bp.redis.info('memory'))?.[1]);
-  const memoryBefore = await usedMemory();
-
-  const passes: Record<string, unknown> = {};
-  const pass = async (name: string, count: number, run: () => Promise<{ events: number }>) => {
-    const rss = new RssSampler();
-    const t0 = performance.now();
-    const { events } = await run();
-    const seconds = (performance.now() - t0) / 1000;
-    passes[name] = {
-      reviews: count,
-      events,
-      seconds: round(seconds, 1),
-      reviewsPerSecond: Math.round(count / seconds),
-      ...rss.stop(),
+  const flags = imageNodeFlags();
+  const runtimes: Record<string, unknown> = {};
+  let snapshot: Record<string, unknown> | null = null;
+  let overallPeak = 0;
+  for (const runtime of RUNTIMES) {
+    const million = await bridgeRun(
+      runtime,
+      flags,
+      redisServer.url,
+      N,
+      'suppress',
+      async ({ store, bucketPattern, pass }) => {
+        await pass('initialLoadSuppressed', N, async () => {});
+        snapshot ??= await snapshotSize(store, bucketPattern, redisServer.url);
+        await pass('sweepUnchanged', N, () => store.requestSweep());
+      },
+    );
+    const published = await bridgeRun(runtime, flags, redisServer.url, N_PUBLISH, 'mark', async ({ pass }) => {
+      await pass('initialLoadPublished', N_PUBLISH, async () => {});
+    });
+    const peak = Math.max(million.peakRssMiB, published.peakRssMiB);
+    overallPeak = Math.max(overallPeak, peak);
+    runtimes[runtime] = {
+      command: `node ${command(runtime, flags).join(' ')}`,
+      rssAtStartMiB: million.startedRssMiB,
+      passes: { ...million.passes, ...published.passes },
+      peakRssMiB: {
+        [`${N} reviews (load + sweep)`]: million.peakRssMiB,
+        [`${N_PUBLISH} published`]: published.peakRssMiB,
+      },
+      met: peak < TARGET_MIB,
     };
-    console.log(name, JSON.stringify(passes[name]));
-  };
-
-  await pass('initialLoadSuppressed', N, () => bp.sweep());
-  await pass('sweepUnchanged', N, () => bp.sweep());
-
-  // Snapshot size.
-  const size = await bp.store.size();
-  let bucketBytes = 0;
-  let buckets = 0;
-  const encodings: Record<string, number> = {};
-  let cursor = '0';
-  do {
-    const [next, keys] = await bp.redis.scan(cursor, 'MATCH', bp.keys.bucketPattern, 'COUNT', 1000);
-    cursor = next;
-    const pipeline = bp.redis.pipeline();
-    for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', '0').object('ENCODING', key);
-    const results = (await pipeline.exec()) ?? [];
-    for (let i = 0; i < results.length; i += 2) {
-      const [err, bytes] = results[i]!;
-      const [err2, enc] = results[i + 1]!;
-      if (err || err2) throw err ?? err2;
-      bucketBytes += Number(bytes);
-      buckets += 1;
-      encodings[String(enc)] = (encodings[String(enc)] ?? 0) + 1;
-    }
-  } while (cursor !== '0');
-  const memoryAfter = await usedMemory();
-  const snapshot = {
-    reviews: size,
-    bucketKeys: buckets,
-    // Buckets hold 128 entries; Redis keeps a hash as a compact listpack only while every value is <= 64 bytes
-    // (hash-max-listpack-value): an entry with a status outside PENDING/APPROVED/REJECTED is longer.
-    bucketEncodings: encodings,
-    bytesPerReviewMemoryUsage: round(bucketBytes / size, 1),
-    bytesPerReviewUsedMemoryDelta: round((memoryAfter - memoryBefore) / size, 1),
-    totalMiB: round(bucketBytes / 2 ** 20, 1),
-  };
-  console.log('snapshot', JSON.stringify(snapshot));
-  await dropAccount(bp.redis, bp.keys);
-  await bp.close();
-
-  // Publish included, on a fresh account.
-  const pub = await benchPasses(new InMemorySource({ count: N_PUBLISH }), { redisUrl: redisServer.url, kafkaBrokers });
-  try {
-    await pass('initialLoadPublished', N_PUBLISH, () => pub.sweep());
-  } finally {
-    await dropAccount(pub.redis, pub.keys);
-    await pub.close();
-    await dropTopics(kafkaBrokers, Object.values(pub.topics));
   }
-
-  const maxRss = Math.max(...Object.values(passes).map((p) => (p as { rssMiB: { max: number } }).rssMiB.max));
   const result = {
-    setup: `in-memory source generating pages on demand; real Passes/SnapshotStore/KafkaPublisher; private redis-server ${redisServer.url}`,
-    passes,
+    setup: `the bridge as its own process (${RUNTIMES.join(', ')}), Node flags [${flags.join(' ')}]; bundled simulator without rate limit (pages of 100 over HTTP); private redis-server ${redisServer.url}; shared Kafka ${kafkaBrokers.join(',')}`,
+    runtimes,
     snapshot,
     targets: {
-      rssMiB: { target: '< 256 (well under), flat', measuredMax: maxRss, met: maxRss < 256 },
-      snapshotBytesPerReview: {
-        target: 200,
-        measured: snapshot.bytesPerReviewMemoryUsage,
-        met: snapshot.bytesPerReviewMemoryUsage <= 200,
-      },
+      rssMiB: { target: `peak RSS (VmHWM) < ${TARGET_MIB}`, measuredMax: overallPeak, met: overallPeak < TARGET_MIB },
     },
+    met: overallPeak < TARGET_MIB,
   };
-  const file = writeResult('memory', result);
+  const file = writeResult(process.env.BENCH_RESULT_NAME ?? 'memory', result);
   console.log(JSON.stringify(result.targets, null, 2));
   console.log(`written ${file}`);
 } finally {

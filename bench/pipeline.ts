@@ -139,7 +139,11 @@ async function viaSimulator(redisUrl: string): Promise<Record<string, unknown>> 
       await sleep(100);
     }
     const account = uniqueName('bench-sim');
-    const env = benchEnv(account, url, { UPSTREAM_RATE_LIMIT_RPS: '1000', POLL_INTERVAL_MS: '5000' });
+    const env = benchEnv(account, url, {
+      REDIS_URL: redisUrl,
+      UPSTREAM_RATE_LIMIT_RPS: '1000',
+      POLL_INTERVAL_MS: '5000',
+    });
     const config = loadConfig(env);
     const redis = connectRedis(redisUrl);
     const keys = accountKeys(BENCH_KEY_PREFIX, account);

@@ -1,9 +1,6 @@
-import { mkdir, writeFile } from 'node:fs/promises';
-import { loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startSimulator } from '../src/simulator/index.js';
 import { createUpstreamClient, fileOrEnvCredentials, UPSTREAM_DEFAULTS } from '../src/upstream/index.js';
+import { writeResult } from './lib.js';
 
 // Benchmark (not a test): how close a long full pass gets to the upstream's physical ceiling (10 requests/s x 100
 // reviews = 1000 reviews/s) with the client at its default rate, and how often it trips the upstream's limiter.
@@ -146,19 +143,12 @@ async function main(): Promise<void> {
         `(${result.throttledPercent}%)  limiter wait ${result.limiterWaitSeconds}s over ${result.seconds}s`,
     );
   }
-  const out = join(dirname(fileURLToPath(import.meta.url)), 'results', 'upstream-rate.json');
-  await mkdir(dirname(out), { recursive: true });
-  const report = {
-    benchmark: 'upstream-rate',
-    date: new Date().toISOString(),
-    node: process.version,
+  const out = writeResult('upstream-rate', {
     upstream: { rps: 10, burst: 10, throttleStatus: 503, ceilingReviewsPerSecond: CEILING_REVIEWS_PER_S },
     reviews: REVIEWS,
-    loadAverage: loadavg(),
     client: { rateLimitRps: UPSTREAM_DEFAULTS.rateLimitRps, burst: UPSTREAM_DEFAULTS.rateLimitBurst, pageSize: 100 },
     results,
-  };
-  await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
+  });
   console.log(`wrote ${out}`);
 }
 

@@ -1,7 +1,5 @@
 import type { Logger } from 'pino';
 import type { BridgeConfig } from '../config/config.js';
-import { backoffDelay } from '../core/backoff.js';
-import { sleep } from '../core/clock.js';
 import { Lease } from '../redis/lease.js';
 import type { LeasePort } from '../bridge/lease-keeper.js';
 import { BridgeLoop, type LoopHealth } from '../bridge/loop.js';
@@ -15,18 +13,17 @@ import { SnapshotStore } from '../redis/snapshot-store.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
 import type { FingerprintKeySource } from '../core/fingerprint-key.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
+import { LazyPasses } from './leadership.js';
 import { fileOrEnvCredentials } from '../upstream/credentials.js';
 import type { ReviewSource } from '../upstream/types.js';
 import type { Tracer } from '@opentelemetry/api';
 import { PassTracer } from '../ops/tracing.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
-// namespace, checkpoint, lease, Kafka producer, metrics and loop. Nothing is shared with another account but the
+// namespace, checkpoint, lease, Kafka producer, metrics and loop (the producer and the upstream client only while
+// this replica leads the account). Nothing is shared with another account but the
 // Redis connection and the process, so one account's failure (bad credentials, upstream down, a record Kafka
 // refuses) never slows another: each loop backs off on its own.
-
-/** The longest an account waits for the one it starts after (see AccountBridge.start). */
-const AFTER_WAIT_MS = 15_000;
 
 /** Options for tests and tools; production uses none. */
 export interface AccountOptions {
@@ -104,30 +101,56 @@ export function passesFromConfig(
 export interface AccountContext {
   redis: BridgeRedis;
   logger: Logger;
-  /** Whether the account's metrics also collect the process's (the only account of the process does). */
+  /** Whether the account's metrics also collect the process's (tools running one account without startApp). */
   processMetrics: boolean;
-  /** Whether this account's publisher answers the process's Kafka readiness probe (keeps its admin connection). */
-  probesKafka: boolean;
   /** This replica's id: the holder of every lease it takes. */
   replica: string;
   /** Wraps the account's lease (balanced leadership across replicas); absent: the plain lease. */
   gate?: (lease: LeasePort, account: string) => LeasePort;
   /** The process's tracer when tracing is on (src/app/tracing.ts). */
   tracer?: Tracer | null;
+  /** Runs a publisher's first connection (see connectGate); absent: at once. */
+  connectGate?: ConnectGate;
 }
 
-/** One account's bridge: its adapters and its loop. */
+/**
+ * Runs `connect` for publishers whose topics are named by `key`: the first one alone (it may create the topics),
+ * the others once it succeeded, so that accounts sharing topics do not race to create them.
+ */
+export type ConnectGate = (key: string, connect: () => Promise<void>) => Promise<void>;
+
+/** A ConnectGate for one process. */
+export function connectGate(): ConnectGate {
+  const first = new Map<string, Promise<void>>();
+  return async (key, connect) => {
+    const creator = first.get(key);
+    if (creator) {
+      const created = await creator.then(
+        () => true,
+        () => false,
+      );
+      if (created) return connect();
+    }
+    const attempt = connect();
+    first.set(key, attempt);
+    // A failed first connection leaves the creation to the next one.
+    attempt.catch(() => (first.get(key) === attempt ? first.delete(key) : undefined));
+    return attempt;
+  };
+}
+
+/**
+ * One account's bridge: its loop, lease, snapshot namespace and metrics, always; its Kafka producer, upstream
+ * client and passes only while this replica leads it (src/app/leadership.ts).
+ */
 export class AccountBridge {
   readonly account: string;
   readonly metrics: BridgeMetrics;
   readonly store: SnapshotStore;
-  readonly publisher: KafkaPublisher;
-  readonly source: UpstreamClient;
   readonly lease: Lease;
   readonly loop: BridgeLoop;
-  private kafkaReady = false;
-  private readonly stopping = new AbortController();
-  private connected: Promise<void> | null = null;
+  private readonly leadership: LazyPasses<Passes>;
+  private leader: { publisher: KafkaPublisher; source: UpstreamClient } | null = null;
 
   constructor(
     readonly config: BridgeConfig,
@@ -144,23 +167,37 @@ export class AccountBridge {
     const keys = accountKeys(config.redis.keyPrefix, config.account);
     this.store = new SnapshotStore(redis, keys);
     this.lease = new Lease(redis, keys, config.lease.ttlMs, Date.now, context.replica);
-    this.publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
-    this.source = upstreamFromConfig(config, this.metrics, logger);
-    const passes = passesFromConfig(
-      config,
-      {
-        source: this.source,
+    const keySource = fingerprintKeySource(redis, config.redis.keyPrefix, config.fingerprintKeyFile);
+    const topicsKey = Object.values(config.kafka.topics).sort().join(',');
+    this.leadership = new LazyPasses(() => {
+      const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
+      const source = upstreamFromConfig(config, this.metrics, logger);
+      const adapters = {
         store: this.store,
-        sink: this.publisher,
+        source,
+        sink: publisher,
         metrics: this.metrics,
         logger,
-        keySource: fingerprintKeySource(redis, config.redis.keyPrefix, config.fingerprintKeyFile),
+        keySource,
         tracer: context.tracer,
-      },
-      options,
-    );
+      };
+      return {
+        passes: passesFromConfig(config, adapters, options),
+        connect: async () => {
+          const gate = this.context.connectGate ?? ((_key: string, connect: () => Promise<void>) => connect());
+          await gate(topicsKey, () => publisher.connect());
+          // The process's readiness probe has its own admin connection (src/kafka/probe.ts).
+          await publisher.closeProbe();
+          this.leader = { publisher, source };
+        },
+        close: async () => {
+          if (this.leader?.publisher === publisher) this.leader = null;
+          await Promise.allSettled([publisher.disconnect(), source.close()]);
+        },
+      };
+    }, logger);
     this.loop = new BridgeLoop({
-      passes,
+      passes: this.leadership,
       lease: context.gate ? context.gate(this.lease, config.account) : this.lease,
       metrics: this.metrics,
       logger,
@@ -170,42 +207,23 @@ export class AccountBridge {
         sweepIntervalMs: config.sweep.intervalMs,
         leaseTtlMs: config.lease.ttlMs,
       },
+      onStandby: () => this.leadership.release(),
     });
   }
 
-  /**
-   * Connects Kafka in the background (retrying until it answers: Kafka may come up later) and then starts the
-   * loop; `after` first (another account creating the topics they share, so that they do not race to create
-   * them), but no longer than AFTER_WAIT_MS: an account whose own connection fails must not hold the others.
-   */
-  start(after: Promise<unknown> = Promise.resolve()): void {
-    this.connected ??= (async () => {
-      await Promise.race([after, sleep(AFTER_WAIT_MS, this.stopping.signal).catch(() => undefined)]);
-      const { logger } = this.context;
-      for (let attempt = 0; !this.stopping.signal.aborted; attempt++) {
-        try {
-          await this.publisher.connect();
-          if (!this.context.probesKafka) await this.publisher.closeProbe();
-          this.kafkaReady = true;
-          this.loop.start();
-          return;
-        } catch (err) {
-          logger.error({ err, attempt }, 'cannot connect to Kafka yet; retrying');
-          const delay = backoffDelay(attempt, { baseMs: 1_000, capMs: 30_000, jitter: 'equal' });
-          await sleep(delay, this.stopping.signal).catch(() => undefined);
-        }
-      }
-    })();
+  /** The Kafka publisher of the leadership this replica holds, or null (not leading, or not connected yet). */
+  get publisher(): KafkaPublisher | null {
+    return this.leader?.publisher ?? null;
   }
 
-  /** Settles once the account is connected and its loop started (or it was stopped first). */
-  running(): Promise<void> {
-    return this.connected ?? Promise.resolve();
+  /** The upstream client of the leadership this replica holds, or null. */
+  get source(): UpstreamClient | null {
+    return this.leader?.source ?? null;
   }
 
-  /** Whether the Kafka producer has connected (readiness). */
-  get kafkaConnected(): boolean {
-    return this.kafkaReady;
+  /** Starts the loop: it takes the lease when it can and connects Kafka then (retrying with backoff). */
+  start(): void {
+    this.loop.start();
   }
 
   /** The loop's liveness and role. */
@@ -215,9 +233,7 @@ export class AccountBridge {
 
   /** Graceful stop: abandon the page in flight, flush, release the lease, close the account's connections. */
   async stop(): Promise<void> {
-    this.stopping.abort();
-    await this.connected;
     await this.loop.stop();
-    await Promise.allSettled([this.publisher.disconnect(), this.source.close()]);
+    await this.leadership.release();
   }
 }

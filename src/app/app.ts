@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
-import { AccountBridge, type AccountOptions } from './account.js';
+import { AccountBridge, connectGate, type AccountOptions } from './account.js';
+import { KafkaProbe } from '../kafka/probe.js';
 import { Allotment } from '../bridge/allotment.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
 import { replicaId } from '../redis/lease.js';
@@ -29,8 +30,8 @@ export interface App {
   ops: OpsServer;
   /** The admin HTTP API (ADMIN_PORT), else null. */
   admin: AdminServer | null;
-  /** The balance of leadership across replicas (several accounts), else null. */
-  allotment: Allotment | null;
+  /** The balance of leadership across replicas. */
+  allotment: Allotment;
   /** This replica's id in the replica registry and in lease values. */
   replica: string;
   /** Graceful stop: abandon the pages in flight, flush, release the leases, close connections. */
@@ -52,8 +53,9 @@ export function redisFromConfig(config: BridgeConfig): {
 }
 
 /**
- * Starts the ops server and every account (each connects Kafka, retrying until it answers, then runs its loop).
- * Process-wide settings (Redis, Kafka, HTTP) are the first account's: loadAccounts makes them the same for all.
+ * Starts the ops server and every account (each takes its lease when it can and connects Kafka then, retrying
+ * until it answers). One account is a list of one. Process-wide settings (Redis, Kafka, HTTP) are the first
+ * account's: loadAccounts makes them the same for all.
  */
 export async function startApp(
   configs: BridgeConfig | readonly BridgeConfig[],
@@ -63,7 +65,9 @@ export async function startApp(
   const list = Array.isArray(configs) ? (configs as readonly BridgeConfig[]) : [configs as BridgeConfig];
   const first = list[0];
   if (!first) throw new Error('startApp: no account to run');
-  const several = list.length > 1;
+  // The only account of a process keeps its process metrics and readiness under its own name (dashboards and
+  // probes of one-account deployments read them so); several accounts share the process's.
+  const only = list.length === 1 ? first : null;
   const redis = connectRedisFromConfig(first.redis);
   // A REDIS_WAIT_REPLICAS no primary can meet would make every write wait for ever: refuse it now, by name.
   const durability = new DurabilityWatch(redis, first.redis, { logger });
@@ -86,14 +90,13 @@ export async function startApp(
   const replica = replicaId();
   const tracing = startTracing(first.tracing, logger);
   // The registry and the leases carry one replica id, so `status` can tell which replica leads which account.
-  const allotment = several
-    ? new Allotment(replicaRegistry(redis, first.redis.keyPrefix), {
-        replica,
-        accounts: list.length,
-        ttlMs: Math.max(...list.map((c) => c.lease.ttlMs)),
-        logger,
-      })
-    : null;
+  const allotment = new Allotment(replicaRegistry(redis, first.redis.keyPrefix), {
+    replica,
+    accounts: list.length,
+    ttlMs: Math.max(...list.map((c) => c.lease.ttlMs)),
+    logger,
+  });
+  const gate = connectGate();
   const accounts = new Map<string, AccountBridge>();
   for (const config of list) {
     const bridge = new AccountBridge(
@@ -101,10 +104,10 @@ export async function startApp(
       {
         redis,
         replica,
-        logger: several ? logger.child({ account: config.account }) : logger,
-        processMetrics: !several,
-        probesKafka: config === first,
-        gate: allotment ? (lease, account) => allotment.gate(lease, account) : undefined,
+        logger: only ? logger : logger.child({ account: config.account }),
+        processMetrics: only !== null,
+        gate: (lease, account) => allotment.gate(lease, account),
+        connectGate: gate,
         tracer: tracing.tracer,
       },
       options,
@@ -112,11 +115,10 @@ export async function startApp(
     accounts.set(config.account, bridge);
   }
   const firstBridge = accounts.get(first.account)!;
-  if (several) {
-    collectDefaultMetrics({ register: processRegistry });
-    fleetGauges(processRegistry, allotment!);
-    await allotment!.start();
-  }
+  if (!only) collectDefaultMetrics({ register: processRegistry });
+  fleetGauges(processRegistry, allotment);
+  await allotment.start();
+  const kafka = new KafkaProbe(first.kafka, logger);
 
   const checkUpstream = cache();
   let admin: AdminServer | null = null;
@@ -124,7 +126,7 @@ export async function startApp(
     host: first.http.host,
     port: first.http.port,
     metrics: mergedMetrics(() => [
-      ...(several ? [processRegistry] : []),
+      processRegistry,
       durability.registry,
       ...(admin ? [admin.metrics.registry] : []),
       ...[...accounts.values()].map((a) => a.metrics.registry),
@@ -135,30 +137,33 @@ export async function startApp(
       const stuck = loops.filter((h) => !h.ok);
       return {
         ok: stuck.length === 0,
-        detail: several
-          ? { accounts: loops.length, stuck: stuck.map((h) => h.account), ...roles(loops) }
-          : { ...loops[0], account: undefined },
+        detail: only
+          ? { ...loops[0], account: undefined }
+          : { accounts: loops.length, stuck: stuck.map((h) => h.account), ...roles(loops) },
       };
     },
     readiness: async (): Promise<ReadinessResult> => {
       const all = [...accounts.values()];
+      // The credentials of an account are checked by the replica that leads it (the one with its upstream client).
+      const credentialsOf = (a: AccountBridge) => {
+        const source = a.source;
+        return source ? checkUpstream(`upstream:${a.account}`, () => source.checkCredentials(), 60_000) : true;
+      };
       const [redisOk, kafkaOk, credentials, pausedSince] = await Promise.all([
         redis.ping().then(
           () => true,
           () => false,
         ),
-        checkUpstream('kafka', () =>
-          firstBridge.kafkaConnected ? firstBridge.publisher.ping() : Promise.reject(new Error('connecting')),
-        ),
-        Promise.all(all.map((a) => checkUpstream(`upstream:${a.account}`, () => a.source.checkCredentials(), 60_000))),
-        // Reported for the single account only (several accounts each have their pause flag).
-        several ? null : firstBridge.store.pausedSince().catch(() => null),
+        checkUpstream('kafka', () => kafka.ping()),
+        Promise.all(all.map(credentialsOf)),
+        // Reported for the only account (several accounts each have their pause flag).
+        only ? firstBridge.store.pausedSince().catch(() => null) : null,
       ]);
       const loops = all.map((a) => a.health());
       const starting = loops.every((h) => h.role === 'starting');
       const unmet = durabilityMessage(durability.state());
       const durable = unmet === null || durability.state().kind === 'unknown';
-      if (!several) {
+      if (only) {
         const role = loops[0]!.role;
         return {
           ok: redisOk && durable && kafkaOk && credentials[0]! && role !== 'starting',
@@ -199,15 +204,14 @@ export async function startApp(
       });
     } catch (err) {
       durability.stop();
-      await allotment?.stop();
+      await allotment.stop();
       await ops.close();
       redis.disconnect();
       throw err;
     }
   }
 
-  firstBridge.start();
-  for (const bridge of accounts.values()) bridge.start(firstBridge.running());
+  for (const bridge of accounts.values()) bridge.start();
 
   const stop = async () => {
     // No operator action is taken while the accounts stop.
@@ -215,8 +219,9 @@ export async function startApp(
     // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
     // and take each lease the moment it is released.
     durability.stop();
-    await allotment?.stop();
+    await allotment.stop();
     await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
+    await kafka.close();
     // The spans of the last pages go out before the process ends.
     await tracing.shutdown();
     await ops.close();

@@ -40,6 +40,8 @@ export interface LoopDeps {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** The backoff jitter's draw in [0, 1); tests pass a constant. */
   random?: () => number;
+  /** Called while standing by, after the sweep and any resync went back: frees what only a leader needs. */
+  onStandby?: () => Promise<void>;
 }
 
 /** Liveness as the ops server reports it. */
@@ -132,6 +134,7 @@ export class BridgeLoop {
         this.becomes('standby', 0);
         await this.abandonFullScan();
         await this.handBackResync();
+        await this.deps.onStandby?.().catch((err: unknown) => this.deps.logger.warn({ err }, 'standby release failed'));
         await this.pause(standbyWaitMs(this.deps.timing));
         continue;
       }

@@ -82,6 +82,9 @@ export async function readChangelog(
     finish = resolve;
     fail = reject;
   });
+  // An abort (a lost lease, a stop) or the timer may fail `done` while connect or subscribe still runs, before
+  // anything awaits it: without a handler now that is an unhandled rejection, which ends a Node process.
+  done.catch(() => undefined);
   const timer = setTimeout(
     () => fail(new Error(`changelog read did not reach its end markers in ${options.timeoutMs ?? 600_000} ms`)),
     options.timeoutMs ?? 600_000,
