@@ -81,6 +81,15 @@ function summarise(profile: { nodes: ProfileNode[]; samples?: number[]; timeDelt
   const samples = profile.samples ?? [];
   const deltas = profile.timeDeltas ?? [];
   for (let i = 0; i < samples.length; i++) selfUs.set(samples[i]!, (selfUs.get(samples[i]!) ?? 0) + (deltas[i] ?? 0));
+  // Waiting (idle) and the profiler's own stop are not the page path's work: left out of the shares.
+  let idleUs = 0;
+  for (const [id, us] of selfUs) {
+    const { functionName, url } = byId.get(id)!.callFrame;
+    if (functionName === '(idle)' || url === 'node:inspector') {
+      idleUs += us;
+      selfUs.delete(id);
+    }
+  }
   const total = [...selfUs.values()].reduce((s, v) => s + v, 0);
   const frames = new Map<string, number>();
   const areas = new Map<string, number>();
@@ -108,7 +117,12 @@ function summarise(profile: { nodes: ProfileNode[]; samples?: number[]; timeDelt
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
       .map(([name, us]) => ({ name, selfMs: round(us / 1000, 1), percent: round((100 * us) / total, 1) }));
-  return { sampledMs: round(total / 1000), topFrames: rank(frames), topAreas: rank(areas) };
+  return {
+    busyMs: round(total / 1000),
+    idleMs: round(idleUs / 1000),
+    topFrames: rank(frames),
+    topAreas: rank(areas),
+  };
 }
 
 async function profiled(name: string, run: () => Promise<unknown>) {
