@@ -147,8 +147,22 @@ function readStatus(buf: Buffer, offset: number): [string, number] {
   return [buf.toString('utf8', offset + 2, offset + 2 + len), offset + 2 + len];
 }
 
-/** Serialises an entry to its compact binary form. */
+// An entry is encoded up to three times per commit (the pipeline's check that it can be stored, its changelog
+// record, the Redis script's arguments). Entries are never changed once made (every change is a new object), so
+// the encoding is remembered per entry object; callers only read the buffer.
+const encodings = new WeakMap<SnapshotEntry, Buffer>();
+
+/** Serialises an entry to its compact binary form (the same Buffer for the same entry object: do not modify it). */
 export function encodeEntry(entry: SnapshotEntry): Buffer {
+  let buf = encodings.get(entry);
+  if (buf === undefined) {
+    buf = encodeNow(entry);
+    encodings.set(entry, buf);
+  }
+  return buf;
+}
+
+function encodeNow(entry: SnapshotEntry): Buffer {
   const keyed = entry.keyId !== null;
   const size =
     1 +
