@@ -202,7 +202,16 @@ try {
     joined = true;
   });
   await consumer.connect();
-  await consumer.subscribe({ topics: [config.kafka.topics.statusChanged], fromBeginning: true });
+  // A topic created a moment ago may not be in every broker's metadata yet (UNKNOWN_TOPIC_OR_PARTITION): retried.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await consumer.subscribe({ topics: [config.kafka.topics.statusChanged], fromBeginning: true });
+      break;
+    } catch (err) {
+      if (attempt >= 100) throw err;
+      await sleep(300);
+    }
+  }
   await consumer.run({
     eachMessage: async ({ message }) => {
       const at = Date.now();
