@@ -105,8 +105,10 @@ try {
     );
   const perReplica = Object.fromEntries(
     replicas.map((r) => {
-      const p = usage.processes[r.name]!;
+      const p = usage.processes[r.name];
       const led = named(splitAfter)[r.name] ?? 0;
+      // A replica that exited during the window (a crash: see its log) has no figures; say so instead of failing.
+      if (!p) return [r.name, { exited: true, log: `${fleet.dir}/${r.name}.log`, accountsLed: led }];
       return [
         r.name,
         {
