@@ -32,11 +32,15 @@ export interface Fleet {
   close(): Promise<void>;
 }
 
-/** Starts the simulator for `count` accounts and writes the accounts file; overrides go into every replica's env. */
+/**
+ * Starts the simulator for `count` accounts and writes the accounts file; overrides go into every replica's env,
+ * `perAccount` simulator options into the named accounts' (e.g. one large account among small ones).
+ */
 export async function startFleet(
   count: number,
   simOptions: Omit<SimulatorOptions, 'host' | 'port'>,
   overrides: Record<string, string> = {},
+  perAccount: Record<string, Partial<Omit<SimulatorOptions, 'host' | 'port'>>> = {},
 ): Promise<Fleet> {
   const { kafkaBrokers, redisUrl } = services();
   const run = uniqueName('bench-acc');
@@ -44,7 +48,7 @@ export async function startFleet(
   const dir = join(ROOT, '.run', 'bench', run);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const ids = Array.from({ length: count }, (_, i) => `a${String(i + 1).padStart(3, '0')}`);
-  const sim = await startMultiSimulator(ids.map((id) => ({ id, options: simOptions })));
+  const sim = await startMultiSimulator(ids.map((id) => ({ id, options: { ...simOptions, ...perAccount[id] } })));
   const entries = [...sim.accounts.values()].map((account) => {
     const secretFile = join(dir, `${account.id}.secret`);
     writeFileSync(secretFile, account.clientSecret, { mode: 0o600 });

@@ -9,10 +9,13 @@ import {
 } from './events.js';
 import type { FingerprintKey } from './fingerprint-key.js';
 import {
+  contentDigest,
   entryStateDigest,
-  fingerprint,
+  fieldHashesOf,
+  fingerprintSource,
   FINGERPRINT_FIELDS,
   type Fingerprint,
+  type FingerprintSource,
   type SnapshotEntry,
 } from './snapshot-entry.js';
 import { STATUS_FIELDS, type Review } from './review.js';
@@ -48,46 +51,45 @@ const NOTHING: DiffResult = { events: [], next: null };
 /** Compares one review with its snapshot entry and returns the events of the change (status first). */
 export function diffReview(input: DiffInput): DiffResult {
   const { previous: prev, review } = input;
-  const fp = fingerprint(review, input.key ?? null);
-  const base = {
-    client: review.client_publication_status,
-    pwr: review.pwr_publication_status,
-    updatedDate: review.updated_date,
-    observedAt: input.fetchedAt,
-    digest: fp.digest,
-    fieldHashes: fp.fieldHashes,
-    keyId: fp.keyId,
-  };
-  const ctx: EventContext = {
-    source: input.source,
-    review,
-    previous: null,
-    detection: input.detection,
-    stateDigest: entryStateDigest(base),
-  };
-
-  if (prev === null) {
-    if (input.suppressCreated) return { events: [], next: { ...base, sequence: 0 } };
-    const detection = input.createdDetection ?? input.detection;
-    return { events: [createdEvent({ ...ctx, detection }, 1)], next: { ...base, sequence: 1 } };
-  }
-
   // Nothing goes backwards: an older read (stale page, overlap window) says nothing new. At an equal
   // updated_date only edits can differ, and a page fetched before the one that stored the entry is older.
-  if (review.updated_date < prev.updatedDate) return NOTHING;
-  if (review.updated_date === prev.updatedDate && input.fetchedAt < prev.observedAt) return NOTHING;
+  // (Decided before any hashing: these reads cost nothing more.)
+  if (prev !== null) {
+    if (review.updated_date < prev.updatedDate) return NOTHING;
+    if (review.updated_date === prev.updatedDate && input.fetchedAt < prev.observedAt) return NOTHING;
+  }
+  const key = input.key ?? null;
+  const source = fingerprintSource(review);
+  const digest = contentDigest(source, key);
+  const keyId = key ? key.id : null;
+  // The per-field hashes are only needed for an entry that is written with new content or for naming changed
+  // fields: an unchanged review (most of every sweep) is decided on the digest alone.
+  const fp = (): Fingerprint => ({ digest, fieldHashes: fieldHashesOf(source, key), keyId });
+
+  if (prev === null) {
+    const base = baseEntry(review, input.fetchedAt, fp());
+    if (input.suppressCreated) return { events: [], next: { ...base, sequence: 0 } };
+    const detection = input.createdDetection ?? input.detection;
+    return {
+      events: [createdEvent({ ...context(input, base), detection }, 1)],
+      next: { ...base, sequence: 1 },
+    };
+  }
 
   const statusChanges = STATUS_FIELDS.filter(
     (f) => (f === 'client_publication_status' ? prev.client : prev.pwr) !== review[f],
   );
-  const { changed: contentChanged, against, rekey } = compareContent(prev, fp, review);
+  const { changed: contentChanged, rekey } = compareContent(prev, digest, keyId, source);
   if (statusChanges.length === 0 && !contentChanged) {
-    if (rekey) return { events: [], next: { ...prev, ...keyed(fp), updatedDate: base.updatedDate } };
+    if (rekey) return { events: [], next: { ...prev, ...keyed(fp()), updatedDate: review.updated_date } };
     return review.updated_date > prev.updatedDate
       ? { events: [], next: { ...prev, updatedDate: review.updated_date } }
       : NOTHING;
   }
 
+  const current = fp();
+  const base = baseEntry(review, input.fetchedAt, current);
+  const ctx = context(input, base);
   const previous: PreviousState = {
     client_publication_status: prev.client,
     pwr_publication_status: prev.pwr,
@@ -100,11 +102,34 @@ export function diffReview(input: DiffInput): DiffResult {
     events.push(statusChangedEvent({ ...ctx, previous }, ++sequence, [...statusChanges]));
   }
   if (contentChanged) {
-    events.push(
-      updatedEvent({ ...ctx, previous }, ++sequence, changedFieldNames(prev.fieldHashes, against.fieldHashes)),
-    );
+    // An entry written before keys compares with the unkeyed form, field by field too.
+    const against = rekey ? fieldHashesOf(source, null) : current.fieldHashes;
+    events.push(updatedEvent({ ...ctx, previous }, ++sequence, changedFieldNames(prev.fieldHashes, against)));
   }
   return { events, next: { ...base, sequence } };
+}
+
+/** The entry fields of a review as read now (all but the sequence). */
+function baseEntry(review: Review, fetchedAt: number, fp: Fingerprint): Omit<SnapshotEntry, 'sequence'> {
+  return {
+    client: review.client_publication_status,
+    pwr: review.pwr_publication_status,
+    updatedDate: review.updated_date,
+    observedAt: fetchedAt,
+    digest: fp.digest,
+    fieldHashes: fp.fieldHashes,
+    keyId: fp.keyId,
+  };
+}
+
+function context(input: DiffInput, base: Omit<SnapshotEntry, 'sequence'>): EventContext {
+  return {
+    source: input.source,
+    review: input.review,
+    previous: null,
+    detection: input.detection,
+    stateDigest: entryStateDigest(base),
+  };
 }
 
 /**
@@ -115,15 +140,13 @@ export function diffReview(input: DiffInput): DiffResult {
  */
 function compareContent(
   prev: SnapshotEntry,
-  fp: Fingerprint,
-  review: Review,
-): { changed: boolean; against: Fingerprint; rekey: boolean } {
-  if (prev.keyId === fp.keyId) return { changed: fp.digest !== prev.digest, against: fp, rekey: false };
-  if (prev.keyId === null) {
-    const legacy = fingerprint(review, null);
-    return { changed: legacy.digest !== prev.digest, against: legacy, rekey: true };
-  }
-  return { changed: false, against: fp, rekey: true };
+  digest: string,
+  keyId: number | null,
+  source: FingerprintSource,
+): { changed: boolean; rekey: boolean } {
+  if (prev.keyId === keyId) return { changed: digest !== prev.digest, rekey: false };
+  if (prev.keyId === null) return { changed: contentDigest(source, null) !== prev.digest, rekey: true };
+  return { changed: false, rekey: true };
 }
 
 function keyed(fp: Fingerprint): Pick<SnapshotEntry, 'digest' | 'fieldHashes' | 'keyId'> {

@@ -34,6 +34,13 @@ const NOT_FREE_TEXT: ReadonlySet<string> = new Set([
   'review_source',
 ]);
 
+/** Bytes of an event message beside its key and value: the overhead and the content-type header. */
+const EVENT_HEADER_BYTES =
+  MESSAGE_OVERHEAD_BYTES +
+  HEADER_OVERHEAD_BYTES +
+  Buffer.byteLength('content-type') +
+  Buffer.byteLength(CLOUDEVENTS_CONTENT_TYPE);
+
 /**
  * The message of a CloudEvent (change, deletion, heartbeat): key = its subject, value = structured-mode JSON. An
  * event's traceparent goes in a `traceparent` header too (the distributed-tracing extension's Kafka binding), so
@@ -92,6 +99,13 @@ export type EventFit =
  * Deterministic: a re-published event is cut the same way, so it stays identical to its first delivery.
  */
 export function fitEvent(event: ReviewEvent, limitBytes: number): EventFit {
+  // Almost every event is far below the limit: a bound from the value lengths settles it without serializing
+  // (the key is the subject, at most 3 UTF-8 bytes per UTF-16 unit; the headers are the content type and the
+  // traceparent reserve, which an event already stamped counts twice: a bound may be loose, never short).
+  const fixed = EVENT_HEADER_BYTES + TRACE_CONTEXT_BYTES + 3 * event.subject.length;
+  if (fixed + jsonBytesBound(event, limitBytes - fixed) <= limitBytes) {
+    return { verdict: 'fits', event };
+  }
   const originalBytes = messageBytes(eventMessage(event));
   if (sentBytes(event) <= limitBytes) return { verdict: 'fits', event };
   const review: Record<string, unknown> = { ...event.data.review };
@@ -134,6 +148,55 @@ export function fitEvent(event: ReviewEvent, limitBytes: number): EventFit {
       limit_bytes: limitBytes,
     },
   };
+}
+
+// Bytes of JSON text a value may take at most: a string's UTF-16 code unit at most 6 (\uXXXX), a number 24
+// (-1.2345678901234567e-308), a key its text plus quotes and colon, a member its comma. Walked iteratively (any
+// depth); stops as soon as the bound passes `stopAbove` (the caller then measures exactly).
+const MAX_BYTES_PER_CODE_UNIT = 6;
+const MAX_NUMBER_BYTES = 24;
+
+/** An upper bound of the UTF-8 bytes of JSON.stringify(value) (headers of the message not included). */
+export function jsonBytesBound(value: unknown, stopAbove = Infinity): number {
+  const stack: unknown[] = [value];
+  let bytes = 0;
+  while (stack.length > 0 && bytes <= stopAbove) {
+    const v = stack.pop();
+    switch (typeof v) {
+      case 'string':
+        bytes += 2 + v.length * MAX_BYTES_PER_CODE_UNIT;
+        continue;
+      case 'number':
+        bytes += MAX_NUMBER_BYTES;
+        continue;
+      case 'boolean':
+        bytes += 5;
+        continue;
+      case 'object':
+        break;
+      default:
+        // undefined, functions, symbols: dropped or null; a bigint would make JSON.stringify throw: measured exactly.
+        if (typeof v === 'bigint') return Infinity;
+        bytes += 4;
+        continue;
+    }
+    if (v === null) {
+      bytes += 4;
+      continue;
+    }
+    if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return Infinity;
+    bytes += 2;
+    if (Array.isArray(v)) {
+      bytes += v.length;
+      for (const item of v) stack.push(item);
+      continue;
+    }
+    for (const key of Object.keys(v)) {
+      bytes += 4 + key.length * MAX_BYTES_PER_CODE_UNIT;
+      stack.push((v as Record<string, unknown>)[key]);
+    }
+  }
+  return bytes;
 }
 
 /** What fitReviewEvents decided for the events of one review. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { PASS_TYPES } from './domain.js';
 import { ReviewSchema, type Review } from './review.js';
@@ -176,10 +176,11 @@ export function dataschemaOf(type: RecordType): string {
  * reuse a sequence number, consumers do not deduplicate a real change away as a repeat.
  */
 export function eventId(source: string, reviewId: number, sequence: number, stateDigest: string): string {
-  const hash = createHash('sha1').update(`${source}\n${reviewId}\n${sequence}\n${stateDigest}`).digest();
-  hash[6] = (hash[6]! & 0x0f) | 0x50;
-  hash[8] = (hash[8]! & 0x3f) | 0x80;
-  const h = hash.subarray(0, 16).toString('hex');
+  // One-shot hash: the same SHA-1 as createHash, without a Hash object per event.
+  const digest = hash('sha1', `${source}\n${reviewId}\n${sequence}\n${stateDigest}`, 'buffer');
+  digest[6] = (digest[6]! & 0x0f) | 0x50;
+  digest[8] = (digest[8]! & 0x3f) | 0x80;
+  const h = digest.toString('hex', 0, 16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 

@@ -255,7 +255,11 @@ export function createFieldPolicy(spec: FieldPolicySpec, hashKey: Buffer | null)
         continue;
       }
       // The safe default: an `email` field, or a value that is an e-mail address, is hashed or dropped.
-      if (guard && !action && (key === 'email' || (typeof value === 'string' && WHOLE_EMAIL.test(value.trim())))) {
+      if (
+        guard &&
+        !action &&
+        (key === 'email' || (typeof value === 'string' && value.includes('@') && WHOLE_EMAIL.test(value.trim())))
+      ) {
         if (value === null || value === undefined) out[key] = value;
         else if (hashKey) out[key] = hash(value);
         continue;

@@ -1,5 +1,5 @@
 import { KNOWN_STATUSES } from './domain.js';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FingerprintKey } from './fingerprint-key.js';
 import { TRACKED_FIELDS, type Review } from './review.js';
 
@@ -72,25 +72,49 @@ function canonical(value: unknown): string {
 }
 
 /**
+ * The canonical text of a review's non-status fields and its parts (one per FINGERPRINT_FIELDS slot): what the
+ * content digest and the per-field hashes are made of. Separate so that the diff hashes the fields only when it
+ * stores them (an unchanged review needs the digest alone).
+ */
+export interface FingerprintSource {
+  parts: string[];
+  text: string;
+}
+
+/** The fingerprint source of a review (missing and null count as the same value). */
+export function fingerprintSource(review: Review): FingerprintSource {
+  const record = review as Record<string, unknown>;
+  const parts: string[] = new Array<string>(TRACKED_FIELDS.length + 1);
+  for (let i = 0; i < TRACKED_FIELDS.length; i++) parts[i] = canonical(record[TRACKED_FIELDS[i]!]);
+  let extraKeys: string[] | null = null;
+  for (const k of Object.keys(record)) {
+    if (EXCLUDED.has(k) || TRACKED.has(k) || record[k] === undefined || record[k] === null) continue;
+    (extraKeys ??= []).push(k);
+  }
+  parts[TRACKED_FIELDS.length] = extraKeys === null ? '' : JSON.stringify(extraKeys.sort().map((k) => [k, record[k]]));
+  return { parts, text: parts.join('\u0000') };
+}
+
+/** The 64-bit content digest (hex) of a fingerprint source, keyed with `key` (null: the unkeyed form). */
+export function contentDigest(source: FingerprintSource, key: FingerprintKey | null): string {
+  return key ? key.digest(source.text) : hash('md5', source.text, 'hex').slice(0, 16);
+}
+
+/** The 16-bit hash per field slot of a fingerprint source, keyed with `key` (null: the unkeyed form). */
+export function fieldHashesOf(source: FingerprintSource, key: FingerprintKey | null): number[] {
+  const { parts } = source;
+  const hashes = new Array<number>(parts.length);
+  for (let i = 0; i < parts.length; i++) hashes[i] = key ? key.fieldHash(i, fnv16(parts[i]!)) : fnv16(parts[i]!);
+  return hashes;
+}
+
+/**
  * Fingerprints a review's non-status fields (missing and null count as the same value), keyed with `key`; without
  * a key, the unkeyed form that entries written before keys hold.
  */
 export function fingerprint(review: Review, key: FingerprintKey | null = null): Fingerprint {
-  const parts: string[] = [];
-  const record = review as Record<string, unknown>;
-  for (const field of TRACKED_FIELDS) parts.push(canonical(record[field]));
-  const extraKeys = Object.keys(record)
-    .filter((k) => !EXCLUDED.has(k) && !TRACKED.has(k) && record[k] !== undefined && record[k] !== null)
-    .sort();
-  parts.push(extraKeys.length === 0 ? '' : JSON.stringify(extraKeys.map((k) => [k, record[k]])));
-  const text = parts.join('\u0000');
-  if (!key)
-    return {
-      digest: createHash('md5').update(text).digest('hex').slice(0, 16),
-      fieldHashes: parts.map(fnv16),
-      keyId: null,
-    };
-  return { digest: key.digest(text), fieldHashes: parts.map((p, i) => key.fieldHash(i, fnv16(p))), keyId: key.id };
+  const source = fingerprintSource(review);
+  return { digest: contentDigest(source, key), fieldHashes: fieldHashesOf(source, key), keyId: key ? key.id : null };
 }
 
 /** The digest of a review's state (updated_date, statuses, content) that event ids are built from. */
@@ -123,8 +147,22 @@ function readStatus(buf: Buffer, offset: number): [string, number] {
   return [buf.toString('utf8', offset + 2, offset + 2 + len), offset + 2 + len];
 }
 
-/** Serialises an entry to its compact binary form. */
+// An entry is encoded up to three times per commit (the pipeline's check that it can be stored, its changelog
+// record, the Redis script's arguments). Entries are never changed once made (every change is a new object), so
+// the encoding is remembered per entry object; callers only read the buffer.
+const encodings = new WeakMap<SnapshotEntry, Buffer>();
+
+/** Serialises an entry to its compact binary form (the same Buffer for the same entry object: do not modify it). */
 export function encodeEntry(entry: SnapshotEntry): Buffer {
+  let buf = encodings.get(entry);
+  if (buf === undefined) {
+    buf = encodeNow(entry);
+    encodings.set(entry, buf);
+  }
+  return buf;
+}
+
+function encodeNow(entry: SnapshotEntry): Buffer {
   const keyed = entry.keyId !== null;
   const size =
     1 +

@@ -8,6 +8,7 @@ import {
   eventMessage,
   fitEvent,
   fitReviewEvents,
+  jsonBytesBound,
   messageBytes,
   tooLargeReject,
   TRACE_CONTEXT_BYTES,
@@ -283,5 +284,26 @@ describe('events and their traceparent', () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('jsonBytesBound', () => {
+  it('is never below the UTF-8 bytes of JSON.stringify (property)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 4 }), fc.string({ unit: 'binary' }), (value, text) =>
+        [value, text, { text, value }, [text, value]].every(
+          (v) => jsonBytesBound(v) >= Buffer.byteLength(JSON.stringify(v)),
+        ),
+      ),
+      { numRuns: 200 },
+    );
+  }, 60_000);
+
+  it('decides for fitEvent only what measuring would decide', () => {
+    const event = created(review({ comments: 'é'.repeat(3_000) }));
+    // As sent: the message plus the traceparent every event's size reserves.
+    const exact = messageBytes(eventMessage(event)) + TRACE_CONTEXT_BYTES;
+    expect(fitEvent(event, exact).verdict).toBe('fits');
+    expect(fitEvent(event, exact - 1).verdict).toBe('truncated');
   });
 });
