@@ -40,8 +40,18 @@ describe('fault: re-publish after a crash by another kind of pass', () => {
         },
       });
       cleanups.push(() => b.stop());
-      // Polls run during the initial load too: wait for the load to be done, so that the sweep finds the change.
-      await eventually(async () => ((await b.store.checkpoint()).initialDone ? true : undefined), 30_000, 'the load');
+      // Polls run during the initial load too, and one right after it: wait for the load to be done and for that
+      // poll, so that the next poll is a minute away and the sweep is what finds the change.
+      await eventually(
+        async () => {
+          const c = await b.store.checkpoint();
+          return c.initialDone && c.lastSweepAt !== null && (c.lastIncrementalAt ?? -1) >= c.lastSweepAt
+            ? true
+            : undefined;
+        },
+        30_000,
+        'the load and the poll that follows it',
+      );
       sim.control.setStatus(X, { client: 'ON_HOLD' });
       await b.store.requestSweep();
       await eventually(async () => (crashed ? true : undefined), 30_000, 'the crash');
