@@ -67,6 +67,16 @@ describe('failover: three-broker Kafka', () => {
       faults,
     });
     expect(result.faults).toHaveLength(1 + FAULT_ROUNDS);
-    expect(await cluster.topicSettings(topic)).toEqual({ replicas: 3, minInsyncReplicas: '2' });
+    // A broker's metadata lists only live replicas: the member started last may still be rejoining, so wait for it.
+    const settings = await waitFor(
+      async () => {
+        const s = await cluster.topicSettings(topic);
+        return s.replicas === 3 ? s : undefined;
+      },
+      60_000,
+      'three live replicas of the topic',
+      500,
+    ).catch(() => cluster.topicSettings(topic));
+    expect(settings).toEqual({ replicas: 3, minInsyncReplicas: '2' });
   });
 });
