@@ -10,7 +10,7 @@ import { newResyncRequest, type ResyncScope } from '../core/resync-request.js';
 import { AdminMetrics, type AdminAction, type AdminOutcome } from '../ops/metrics.js';
 import { errorKind } from '../ops/logger.js';
 import { readAccountStatus, readAccountsOverview } from '../redis/account-status.js';
-import { accountKeys, connectRedis, redisOptions, type BridgeRedis } from '../redis/connection.js';
+import { accountKeys, connectRedisFromConfig, type BridgeRedis } from '../redis/connection.js';
 import { leaseHolder } from '../redis/lease.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { matchRoute, type RouteSpec } from './api.js';
@@ -74,7 +74,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   const metrics = new AdminMetrics();
   const tokens = new TokenFile(admin.tokenFile, logger);
   // A connection of its own whose reads wait for no replica: status must answer while Redis lacks one (it says so).
-  const redis: BridgeRedis = connectRedis(first.redis, redisOptions(first.redis), first.redis.password);
+  const redis: BridgeRedis = connectRedisFromConfig(first.redis);
   redis.durability.replicas = 0;
   const accounts = new Map(
     opts.accounts.map((c) => {
