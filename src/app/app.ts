@@ -205,6 +205,8 @@ export async function startApp(
     } catch (err) {
       durability.stop();
       await allotment.stop();
+      await kafka.close();
+      await tracing.shutdown();
       await ops.close();
       redis.disconnect();
       throw err;
