@@ -185,7 +185,11 @@ export class AccountBridge {
         passes: passesFromConfig(config, adapters, options),
         connect: async () => {
           const gate = this.context.connectGate ?? ((_key: string, connect: () => Promise<void>) => connect());
-          await gate(topicsKey, () => publisher.connect());
+          await gate(topicsKey, () => publisher.connect()).catch((err: unknown) => {
+            // Said apart from the pass failure that follows: Kafka (address, TLS, SASL) is what to look at.
+            logger.error({ err }, 'cannot connect to Kafka yet; the leadership retries with backoff');
+            throw err;
+          });
           // The process's readiness probe has its own admin connection (src/kafka/probe.ts).
           await publisher.closeProbe();
           this.leader = { publisher, source };
