@@ -117,7 +117,6 @@ export async function startApp(
   const firstBridge = accounts.get(first.account)!;
   if (!only) collectDefaultMetrics({ register: processRegistry });
   fleetGauges(processRegistry, allotment);
-  await allotment.start();
   const kafka = new KafkaProbe(first.kafka, logger);
 
   const checkUpstream = cache();
@@ -213,6 +212,9 @@ export async function startApp(
     }
   }
 
+  // After the ops server: the first beat waits for Redis, and /healthz and /readyz must answer meanwhile (a wrong
+  // Redis password is reported there, not by a port that refuses connections).
+  await allotment.start();
   for (const bridge of accounts.values()) bridge.start();
 
   const stop = async () => {
