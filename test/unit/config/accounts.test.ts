@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadAccounts, PER_ACCOUNT_SETTINGS } from '../../../src/config/accounts.js';
 import { ConfigError } from '../../../src/config/config.js';
+import { configErrorOf } from '../../helpers/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rb-accounts-unit-'));
 const secret = join(dir, 'secret');
@@ -22,13 +23,7 @@ function file(content: string, name = 'accounts.yaml'): string {
 }
 
 function errorOf(e: Record<string, string>): ConfigError {
-  try {
-    loadAccounts(e);
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
+  return configErrorOf(() => loadAccounts(e));
 }
 
 const two = `

@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config/config.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { errorOf, MINIMAL_ENV } from '../../helpers/config.js';
 
 // The admin API's settings: off unless ADMIN_PORT is set; then a valid token file is required, and TLS needs both
 // files. Errors name the setting and never a token.
@@ -17,23 +18,7 @@ const TOKEN = 'a-long-enough-admin-token-0123456789';
 const tokens = file('tokens', `alice:${TOKEN}\n`);
 const pem = file('cert.pem', '-----BEGIN CERTIFICATE-----\n');
 
-const minimal = {
-  UPSTREAM_BASE_URL: 'http://127.0.0.1:8080',
-  UPSTREAM_CLIENT_ID: 'id',
-  UPSTREAM_CLIENT_SECRET: 's3cret-value',
-  KAFKA_BROKERS: '127.0.0.1:9092',
-  REDIS_URL: 'redis://127.0.0.1:6379',
-};
-
-function errorOf(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
-}
+const minimal = MINIMAL_ENV;
 
 describe('admin API settings', () => {
   it('are off by default', () => {

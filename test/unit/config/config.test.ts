@@ -2,26 +2,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, ENV_VARS, loadConfig } from '../../../src/config/config.js';
+import { ENV_VARS, loadConfig } from '../../../src/config/config.js';
+import { errorOf, MINIMAL_ENV } from '../../helpers/config.js';
 import { readSecretSync as readSecret } from '../../../src/config/secrets.js';
 
-const minimal = {
-  UPSTREAM_BASE_URL: 'http://127.0.0.1:8080',
-  UPSTREAM_CLIENT_ID: 'id',
-  UPSTREAM_CLIENT_SECRET: 's3cret-value',
-  KAFKA_BROKERS: '127.0.0.1:9092',
-  REDIS_URL: 'redis://127.0.0.1:6379',
-};
-
-function errorOf(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
-}
+const minimal = MINIMAL_ENV;
 
 describe('loadConfig', () => {
   it('applies defaults', () => {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/config.js';
+import { configErrorOf } from '../../helpers/config.js';
 import { redisOptions } from '../../../src/redis/connection.js';
 
 // How TLS to Redis is chosen on each topology (REDIS_TLS, or the rediss:// scheme of REDIS_URL), what a wrong
@@ -30,13 +31,7 @@ const sentinels = { REDIS_SENTINELS: 's1:26379,s2:26379', REDIS_SENTINEL_NAME: '
 const cluster = { REDIS_CLUSTER_NODES: 'n1:6379,n2:6379' };
 
 function errorOf(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig({ ...base, ...env });
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
+  return configErrorOf(() => loadConfig({ ...base, ...env }));
 }
 
 describe('Redis TLS settings', () => {
