@@ -6,6 +6,7 @@ import { Lease } from '../src/redis/lease.js';
 import { freePort, spawnLogged } from '../test/helpers/processes.js';
 import {
   awaitDelivery,
+  checkpoints,
   leaders,
   makeChanges,
   matchChanges,
@@ -33,6 +34,9 @@ import { imageNodeFlags, percentile, round, writeResult } from './lib.js';
 //     account = (RSS while leading half - RSS while leading none) / accounts led.
 //  3. Steady state: status changes on random accounts (BENCH_CHANGES_PER_S, default 10/s, for BENCH_DURATION_S,
 //     default 60 s), each timed from just before the control call to the receipt of its review.status_changed.
+// BENCH_START_CONCURRENCY sets the replicas' LEADERSHIP_START_CONCURRENCY; BENCH_RESULT names the result file.
+// While the replicas take the accounts on, a line every 5 s says how many leases each holds, how many accounts have
+// finished their initial load and each replica's RSS: where a run that does not finish stood.
 
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 1_000);
 const REVIEWS = Number(process.env.BENCH_REVIEWS ?? 20);
@@ -149,8 +153,10 @@ try {
   const progress = (async () => {
     while (loading) {
       const s = split(await leaders(fleet));
+      const loaded = [...(await checkpoints(fleet)).values()].filter((c) => c.initialDone).length;
       const rss = replicas.map((r) => `${r.name} ${round((procStat(r.child.pid)?.rssBytes ?? 0) / 2 ** 20)} MiB`);
-      console.log(`+${round((Date.now() - releasedAt) / 1000)} s leases ${JSON.stringify(s)} rss ${rss.join(', ')}`);
+      const at = round((Date.now() - releasedAt) / 1000);
+      console.log(`+${at} s leases ${JSON.stringify(s)} loaded ${loaded} rss ${rss.join(', ')}`);
       await sleep(5_000);
     }
   })();
