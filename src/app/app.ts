@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
 import { AccountBridge, connectGate, type AccountOptions } from './account.js';
+import { StartSlots } from './leadership.js';
 import { KafkaProbe } from '../kafka/probe.js';
 import { Allotment } from '../bridge/allotment.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
@@ -97,6 +98,7 @@ export async function startApp(
     logger,
   });
   const gate = connectGate();
+  const startSlots = new StartSlots(first.leadership.startConcurrency);
   const accounts = new Map<string, AccountBridge>();
   for (const config of list) {
     const bridge = new AccountBridge(
@@ -108,6 +110,7 @@ export async function startApp(
         processMetrics: only !== null,
         gate: (lease, account) => allotment.gate(lease, account),
         connectGate: gate,
+        startSlots,
         tracer: tracing.tracer,
       },
       options,
