@@ -23,8 +23,8 @@ import {
 import { imageNodeFlags, percentile, round, writeResult } from './lib.js';
 
 // Memory per account: BENCH_ACCOUNTS (default 1,000) accounts of one multi-account simulator (src/simulator/multi.ts,
-// default throttle), served by two replicas of the compiled bridge started as the image starts it (`node <the
-// Dockerfile's ENTRYPOINT flags> dist/src/cli.js run`, BRIDGE_ACCOUNTS_FILE, shared topics, suppressed initial
+// default throttle), served by two replicas of the compiled bridge started as the image starts it (`node dist/src/cli.js run`: `run`
+// caps its own heap by the number of accounts; BENCH_NODE_FLAGS adds flags), BRIDGE_ACCOUNTS_FILE, shared topics, suppressed initial
 // loads of BENCH_REVIEWS, default 20, reviews per account).
 //  1. Configured, not led: this benchmark holds every account's lease itself, so the replicas (and a third one
 //     configured with a single account, the base) start and stand by. RSS of each (median of 10 s of samples);
