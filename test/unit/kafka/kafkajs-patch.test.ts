@@ -38,6 +38,11 @@ interface RecordInput {
   offsetDelta: number;
   timestampDelta: number;
 }
+type RequestFn = (options: {
+  correlationId: number;
+  clientId: string | null;
+  request: { apiKey: number; apiVersion: number; encode: () => Promise<EncoderValue> };
+}) => Promise<EncoderValue>;
 type RecordBatchFn = (options: Record<string, unknown>) => Promise<EncoderValue>;
 
 const Long = require('kafkajs/src/utils/long') as LongClass;
@@ -45,6 +50,7 @@ const Encoder = require('kafkajs/src/protocol/encoder') as EncoderClass;
 const murmur2 = require('kafkajs/src/producer/partitioners/default/murmur2') as (key: unknown) => number;
 const Record = require('kafkajs/src/protocol/recordBatch/record/v0') as (input: RecordInput) => EncoderValue;
 const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0') as { RecordBatch: RecordBatchFn };
+const encodeRequest = require('kafkajs/src/protocol/request') as RequestFn;
 const groupMessagesPerPartition = require('kafkajs/src/producer/groupMessagesPerPartition') as (options: {
   topic: string;
   partitionMetadata: unknown[];
@@ -178,6 +184,25 @@ describe('kafkajs patch (CPU per record): same bytes, same partitions', () => {
         );
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it('frames a request as before: size, api key and version, correlation id, client id, payload (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.option(fc.string({ unit: 'binary' })), bytes, fc.nat(), async (clientId, payload, id) => {
+        const body = new Encoder().writeVarIntBytes(payload);
+        const request = { apiKey: 0, apiVersion: 7, encode: () => Promise.resolve(body) };
+        const framed = (await encodeRequest({ correlationId: id, clientId, request })).buffer;
+        const head = Buffer.alloc(10);
+        head.writeInt16BE(0, 0);
+        head.writeInt16BE(7, 2);
+        head.writeInt32BE(id, 4);
+        const client = clientId === null ? Buffer.alloc(0) : Buffer.from(clientId);
+        head.writeInt16BE(clientId === null ? -1 : client.length, 8);
+        const rest = Buffer.concat([head, client, body.buffer]);
+        return framed.readInt32BE(0) === rest.length && framed.subarray(4).equals(rest);
+      }),
+      { numRuns: 300 },
     );
   });
 
