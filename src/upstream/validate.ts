@@ -122,12 +122,13 @@ export function validateRecords(
 type FieldKind = 'natural' | 'status' | 'string?' | 'int?';
 
 const SHAPE = ReviewSchema.shape;
-const FIELD_KINDS: ReadonlyArray<readonly [string, FieldKind | null]> = Object.entries(SHAPE).map(([key, schema]) => {
-  if (schema === SHAPE.id || schema === SHAPE.updated_date) return [key, 'natural'];
-  if (schema === PublicationStatus) return [key, 'status'];
-  if (schema === optionalString) return [key, 'string?'];
-  if (schema === optionalInt) return [key, 'int?'];
-  return [key, null];
+const FIELD_KEYS: readonly string[] = Object.keys(SHAPE);
+const FIELD_KINDS: ReadonlyArray<FieldKind | null> = Object.values(SHAPE).map((schema) => {
+  if (schema === SHAPE.id || schema === SHAPE.updated_date) return 'natural';
+  if (schema === PublicationStatus) return 'status';
+  if (schema === optionalString) return 'string?';
+  if (schema === optionalInt) return 'int?';
+  return null;
 });
 const SHAPE_KEYS: ReadonlySet<string> = new Set(Object.keys(SHAPE));
 
@@ -149,7 +150,9 @@ export function plainReview(raw: unknown): Review | null {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
   const record = raw as Record<string, unknown>;
   const review: Record<string, unknown> = {};
-  for (const [key, kind] of FIELD_KINDS) {
+  for (let i = 0; i < FIELD_KEYS.length; i++) {
+    const key = FIELD_KEYS[i]!;
+    const kind = FIELD_KINDS[i]!;
     if (!(key in record)) {
       if (kind === 'string?' || kind === 'int?') continue;
       return null;
