@@ -44,36 +44,12 @@ const EVENT_HEADER_BYTES =
 /**
  * The message of a CloudEvent (change, deletion, heartbeat): key = its subject, value = structured-mode JSON. An
  * event's traceparent goes in a `traceparent` header too (the distributed-tracing extension's Kafka binding), so
- * that a consumer can read it without parsing the value. `value`: the event's JSON when already made (eventJson).
+ * that a consumer can read it without parsing the value.
  */
-export function eventMessage(event: { subject: string; traceparent?: string }, value?: string): OutgoingMessage {
+export function eventMessage(event: { subject: string; traceparent?: string }): OutgoingMessage {
   const headers: Record<string, string> = { 'content-type': CLOUDEVENTS_CONTENT_TYPE };
   if (event.traceparent !== undefined) headers.traceparent = event.traceparent;
-  return { key: event.subject, value: value ?? JSON.stringify(event), headers };
-}
-
-// An event and its state row both carry the review, its largest part: serialized once, its JSON is spliced into
-// both in the place of a marker string. The marker is a whole JSON string value, so its quoted text can only
-// appear where a value or key equals it; seen more than once, the splice falls back to JSON.stringify.
-const REVIEW_SLOT = '\u0000reviews-bridge:review\u0000';
-const QUOTED_REVIEW_SLOT = JSON.stringify(REVIEW_SLOT);
-
-/** JSON.stringify(whole), where `withSlot` is `whole` with its review replaced by REVIEW_SLOT. */
-function spliceReview(withSlot: unknown, reviewJson: string, whole: unknown): string {
-  const text = JSON.stringify(withSlot);
-  const at = text.indexOf(QUOTED_REVIEW_SLOT);
-  if (at < 0 || text.includes(QUOTED_REVIEW_SLOT, at + 1)) return JSON.stringify(whole);
-  return text.slice(0, at) + reviewJson + text.slice(at + QUOTED_REVIEW_SLOT.length);
-}
-
-/** JSON.stringify(event), given `reviewJson` = JSON.stringify(event.data.review) (shared with the state row). */
-export function eventJson<E extends { data: { review: unknown } }>(event: E, reviewJson: string): string {
-  return spliceReview({ ...event, data: { ...event.data, review: REVIEW_SLOT } }, reviewJson, event);
-}
-
-/** JSON.stringify(row) of a state row, given `reviewJson` = JSON.stringify(row.review) (shared with its event). */
-export function stateRowJson<R extends { review: unknown }>(row: R, reviewJson: string): string {
-  return spliceReview({ ...row, review: REVIEW_SLOT }, reviewJson, row);
+  return { key: event.subject, value: JSON.stringify(event), headers };
 }
 
 /**

@@ -13,9 +13,7 @@ import {
 } from '../core/events.js';
 import {
   deadLetterMessage,
-  eventJson,
   eventMessage,
-  stateRowJson,
   messageBytes,
   type DeadLetterInput,
   type OutgoingMessage,
@@ -53,22 +51,15 @@ export interface Outgoing {
 export const MARKER_KEY = 'restore-marker';
 
 /** Kafka records of the state topic: one row per review, from its last event in the batch or a refreshed row. */
-export function stateMessages(
-  events: readonly ReviewEvent[],
-  states: readonly ReviewState[] = [],
-  reviewJson?: ReadonlyMap<object, string>,
-): OutgoingMessage[] {
+export function stateMessages(events: readonly ReviewEvent[], states: readonly ReviewState[] = []): OutgoingMessage[] {
   const last = new Map<number, ReviewState>();
   for (const state of states) last.set(state.review_id, state);
   for (const event of events) last.set(event.data.review.id, stateOf(event));
-  return [...last.values()].map((state) => {
-    const json = reviewJson?.get(state.review);
-    return {
-      key: String(state.review_id),
-      value: json === undefined ? JSON.stringify(state) : stateRowJson(state, json),
-      headers: { 'content-type': 'application/json', [STATE_RECORD_HEADER]: 'review.state' },
-    };
-  });
+  return [...last.values()].map((state) => ({
+    key: String(state.review_id),
+    value: JSON.stringify(state),
+    headers: { 'content-type': 'application/json', [STATE_RECORD_HEADER]: 'review.state' },
+  }));
 }
 
 /** The records of one commit, as one account's publisher writes them. */
@@ -109,14 +100,8 @@ export class RecordEncoder {
       ...row,
       review: this.policy.applyToRecord(row.review) as ReviewState['review'],
     }));
-    // Each review's JSON is serialized once, for its event and its state row (the row holds the same object).
-    const reviewJson = new Map<object, string>();
-    for (const event of published) {
-      const json = JSON.stringify(event.data.review);
-      reviewJson.set(event.data.review, json);
-      add(this.topicOf[event.type], eventMessage(event, eventJson(event, json)));
-    }
-    for (const row of stateMessages(published, rows, reviewJson)) add(this.config.topics.state, row);
+    for (const event of published) add(this.topicOf[event.type], eventMessage(event));
+    for (const row of stateMessages(published, rows)) add(this.config.topics.state, row);
     // Headers carry only the reject kind and detail (known field names and check codes), never record values.
     for (const dl of deadLetters)
       add(this.config.topics.deadLetter, deadLetterMessage(this.protectDeadLetter(dl), this.account, messageLimit));

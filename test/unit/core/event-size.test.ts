@@ -1,22 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { EVENT_SCHEMAS, stateOf, type ReviewEvent } from '../../../src/core/events.js';
+import { EVENT_SCHEMAS, type ReviewEvent } from '../../../src/core/events.js';
 import { diffReview } from '../../../src/core/diff.js';
 import { firstDiff } from '../../helpers/first-diff.js';
 import {
   deadLetterMessage,
-  eventJson,
   eventMessage,
   fitEvent,
   fitReviewEvents,
   jsonBytesBound,
   messageBytes,
-  stateRowJson,
   tooLargeReject,
   TRACE_CONTEXT_BYTES,
   type OutgoingMessage,
 } from '../../../src/core/event-size.js';
-import { chunkBySize, stateMessages } from '../../../src/kafka/publisher.js';
+import { chunkBySize } from '../../../src/kafka/publisher.js';
 import type { Review } from '../../../src/core/review.js';
 
 const MiB = 1024 * 1024;
@@ -307,31 +305,5 @@ describe('jsonBytesBound', () => {
     const exact = messageBytes(eventMessage(event)) + TRACE_CONTEXT_BYTES;
     expect(fitEvent(event, exact).verdict).toBe('fits');
     expect(fitEvent(event, exact - 1).verdict).toBe('truncated');
-  });
-});
-
-describe('eventJson and stateRowJson (the review serialized once for both)', () => {
-  const slot = '\u0000reviews-bridge:review\u0000';
-  it('equal JSON.stringify of the event and its state row (property, marker text in the values)', () => {
-    const text = fc.oneof(fc.string({ unit: 'binary' }), fc.constant(slot), fc.constant(`"${slot}"`));
-    fc.assert(
-      fc.property(text, text, text, fc.option(text), (headline, comments, source, traceparent) => {
-        const event = created(review({ headline, comments }));
-        const stamped: ReviewEvent = { ...event, source, ...(traceparent === null ? {} : { traceparent }) };
-        const json = JSON.stringify(stamped.data.review);
-        const row = stateOf(stamped);
-        return eventJson(stamped, json) === JSON.stringify(stamped) && stateRowJson(row, json) === JSON.stringify(row);
-      }),
-      { numRuns: 300 },
-    );
-  });
-
-  it('make the same messages as before in a commit', () => {
-    const event = created(review({ comments: 'x"\\é😀' }));
-    const [row] = stateMessages([event]);
-    const json = JSON.stringify(event.data.review);
-    const [spliced] = stateMessages([event], [], new Map([[event.data.review, json]]));
-    expect(spliced).toEqual(row);
-    expect(eventMessage(event, eventJson(event, json))).toEqual(eventMessage(event));
   });
 });
