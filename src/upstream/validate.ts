@@ -152,7 +152,7 @@ export function plainReview(raw: unknown): Review | null {
   const review: Record<string, unknown> = {};
   for (let i = 0; i < FIELD_KEYS.length; i++) {
     const key = FIELD_KEYS[i]!;
-    const kind = FIELD_KINDS[i]!;
+    const kind = FIELD_KINDS[i] ?? null;
     if (!(key in record)) {
       if (kind === 'string?' || kind === 'int?') continue;
       return null;
