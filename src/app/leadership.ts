@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ResyncRequest } from '../core/resync-request.js';
-import type { FullScanRun, PassRunner } from '../bridge/passes/index.js';
+import type { LongPassRun, PassRunner } from '../bridge/passes/index.js';
 import type { PassSummary } from '../bridge/pipeline.js';
 import type { Checkpoint } from '../redis/snapshot-store.js';
 
@@ -141,7 +141,7 @@ export class LazyPasses<P extends PassRunner = PassRunner> implements PassRunner
     return (await this.acquire()).incremental(epoch, signal);
   }
 
-  async openFullScan(epoch: number, signal: AbortSignal): Promise<FullScanRun> {
+  async openFullScan(epoch: number, signal: AbortSignal): Promise<LongPassRun> {
     return (await this.acquire()).openFullScan(epoch, signal);
   }
 
@@ -153,7 +153,7 @@ export class LazyPasses<P extends PassRunner = PassRunner> implements PassRunner
     return (await this.acquire()).takeResync();
   }
 
-  async openResync(epoch: number, signal: AbortSignal, request: ResyncRequest): Promise<FullScanRun> {
+  async openResync(epoch: number, signal: AbortSignal, request: ResyncRequest): Promise<LongPassRun> {
     return (await this.acquire()).openResync(epoch, signal, request);
   }
 

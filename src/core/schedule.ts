@@ -22,7 +22,7 @@ export interface ScheduleTiming {
 /** What the loop knows when it picks the next step (times in ms of the loop's clock). */
 export interface StepState {
   /** The open full scan (initial load, sweep or resync), and whether polls may run beside it; null when none. */
-  fullScan: { type: LongPassType; pollable: boolean } | null;
+  longPass: { type: LongPassType; pollable: boolean } | null;
   /** The initial load has completed (the watermark exists, polls run). */
   initialDone: boolean;
   /** When the next poll is due. */
@@ -48,10 +48,10 @@ export type Step =
  */
 export function nextStep(state: StepState, now: number, timing: ScheduleTiming): Step {
   // Incremental polls need a watermark: the initial load's first page sets it (then the scan says `pollable`).
-  const pollable = state.initialDone || (state.fullScan?.pollable ?? false);
+  const pollable = state.initialDone || (state.longPass?.pollable ?? false);
   if (pollable && now >= state.nextPollAt) return { kind: 'poll', nextPollAt: now + timing.pollIntervalMs };
   if (state.deletionStepPending) return { kind: 'deletion-step' };
-  if (state.fullScan) return { kind: 'scan-page' };
+  if (state.longPass) return { kind: 'scan-page' };
   return { kind: 'wait', ms: Math.max(0, Math.min(state.nextPollAt - now, timing.leaseTtlMs / 3)) };
 }
 

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { BridgeMetrics } from '../../ops/metrics.js';
 import { nextStep, scanToOpen, type ScheduleTiming } from '../../core/schedule.js';
 import type { ResyncRequest } from '../../core/resync-request.js';
-import type { FullScanRun, PassRunner } from '../passes/index.js';
+import type { LongPassRun, PassRunner } from '../passes/index.js';
 
 // A leader's work, a step at a time: the schedule (src/core/schedule.ts) says whether the next step is a poll, a
 // page of the long pass (a full scan or a resync, opened here when one is due or asked for) or a wait; this class
@@ -21,8 +21,8 @@ export interface LeaderWorkDeps {
 
 /** The steps of a leader, and the long pass they advance. */
 export class LeaderWork {
-  private fullScan: FullScanRun | null = null;
-  private fullScanStartedAt = 0;
+  private longPass: LongPassRun | null = null;
+  private longPassStartedAt = 0;
   private nextPollAt = 0;
   private initialDone = false;
   /** A resync taken from Redis and not completed yet: kept to run again after a failure. */
@@ -57,21 +57,21 @@ export class LeaderWork {
     const { passes, timing, logger } = this.deps;
     const now = this.deps.clock();
     // The checkpoint is read only between full scans: while one runs, the loop already knows where it stands.
-    if (!this.fullScan && (await passes.takeRestoreRequest())) {
+    if (!this.longPass && (await passes.takeRestoreRequest())) {
       logger.warn({ epoch }, 'restore from the Kafka changelog requested by an operator');
       if (!(await passes.prepare(epoch, signal, true))) await this.deps.releaseLease();
       return 0;
     }
-    if (!this.fullScan) await this.openLongPass(epoch, signal, now);
-    const state = { fullScan: this.fullScan, initialDone: this.initialDone, nextPollAt: this.nextPollAt };
+    if (!this.longPass) await this.openLongPass(epoch, signal, now);
+    const state = { longPass: this.longPass, initialDone: this.initialDone, nextPollAt: this.nextPollAt };
     const step = nextStep(state, now, timing);
     if (step.kind === 'poll') {
       this.nextPollAt = step.nextPollAt;
       await this.poll(epoch, signal);
       return 0;
     }
-    if (step.kind === 'scan-page' && this.fullScan) {
-      await this.scanPage(this.fullScan, signal);
+    if (step.kind === 'scan-page' && this.longPass) {
+      await this.scanPage(this.longPass, signal);
       return 0;
     }
     // A deletion-detection step is not asked for yet (detection runs inside the sweep's last page).
@@ -86,8 +86,8 @@ export class LeaderWork {
 
   /** Drops the full scan in progress (it resumes from its checkpoint) and closes its page iterator. */
   async abandon(): Promise<void> {
-    const scan = this.fullScan;
-    this.fullScan = null;
+    const scan = this.longPass;
+    this.longPass = null;
     await scan?.close().catch((err: unknown) => this.deps.logger.warn({ err }, 'closing the sweep failed'));
   }
 
@@ -114,12 +114,12 @@ export class LeaderWork {
       timing,
     );
     if (reason !== null) {
-      this.fullScan = await passes.openFullScan(epoch, signal);
-      this.fullScanStartedAt = now;
-      logger.info({ kind: this.fullScan.type, requested, due: reason === 'due' }, 'sweep started');
+      this.longPass = await passes.openFullScan(epoch, signal);
+      this.longPassStartedAt = now;
+      logger.info({ kind: this.longPass.type, requested, due: reason === 'due' }, 'sweep started');
     } else if ((this.resync ??= await passes.takeResync())) {
-      this.fullScan = await passes.openResync(epoch, signal, this.resync);
-      this.fullScanStartedAt = now;
+      this.longPass = await passes.openResync(epoch, signal, this.resync);
+      this.longPassStartedAt = now;
       logger.info({ id: this.resync.id, scope: this.resync.scope.kind }, 'resync started');
     }
   }
@@ -137,19 +137,19 @@ export class LeaderWork {
     }
   }
 
-  private async scanPage(scan: FullScanRun, signal: AbortSignal): Promise<void> {
+  private async scanPage(scan: LongPassRun, signal: AbortSignal): Promise<void> {
     const { metrics, logger } = this.deps;
     let more: boolean;
     try {
       more = await scan.step();
     } catch (err) {
-      metrics.passFinished(scan.type, signal.aborted ? 'aborted' : 'error', this.fullScanSeconds());
+      metrics.passFinished(scan.type, signal.aborted ? 'aborted' : 'error', this.longPassSeconds());
       throw err;
     }
     if (more) return;
-    this.fullScan = null;
+    this.longPass = null;
     if (scan.type === 'resync') this.resync = null;
-    metrics.passFinished(scan.type, 'ok', this.fullScanSeconds());
+    metrics.passFinished(scan.type, 'ok', this.longPassSeconds());
     logger.info({ kind: scan.type, ...scan.summary }, 'sweep completed');
     if (scan.type === 'initial') {
       this.initialDone = true;
@@ -157,7 +157,7 @@ export class LeaderWork {
     }
   }
 
-  private fullScanSeconds(): number {
-    return (this.deps.clock() - this.fullScanStartedAt) / 1000;
+  private longPassSeconds(): number {
+    return (this.deps.clock() - this.longPassStartedAt) / 1000;
   }
 }

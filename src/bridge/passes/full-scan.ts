@@ -14,7 +14,7 @@ import { SweepIds, unreadableDigester, type SweepDeletions } from './sweep-delet
 // resumes instead of starting over; a complete sweep ends with deletion detection (sweep-deletions.ts).
 
 /** A full scan (or a resync) in progress: the loop steps it a page at a time between polls. */
-export interface FullScanRun {
+export interface LongPassRun {
   readonly type: LongPassType;
   /** Totals so far. */
   readonly summary: PassSummary;
@@ -34,7 +34,7 @@ export async function openFullScan(
   epoch: number,
   signal: AbortSignal,
   deletion: DeletionDeps | null = null,
-): Promise<FullScanRun> {
+): Promise<LongPassRun> {
   await pipeline.settle();
   const ckpt = await pipeline.deps.snapshot.checkpoint(true);
   const run = pipeline.open(ckpt.sweep?.kind ?? (ckpt.initialDone ? 'sweep' : 'initial'), epoch);
@@ -135,7 +135,7 @@ async function startOrResume(
 }
 
 /** A scan whose pass span ends with it: completed, failed (or aborted) at a step, or abandoned by close(). */
-export function tracedScan(run: PipelineRun, signal: AbortSignal, scan: FullScanRun): FullScanRun {
+export function tracedScan(run: PipelineRun, signal: AbortSignal, scan: LongPassRun): LongPassRun {
   return {
     type: scan.type,
     summary: scan.summary,

@@ -5,7 +5,7 @@ import type { Checkpoint } from '../../redis/snapshot-store.js';
 import type { ReviewSource } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
 import type { DeletionDeps, DeletionSink, DeletionSnapshot } from './deletions.js';
-import { openFullScan, type FullScanRun } from './full-scan.js';
+import { openFullScan, type LongPassRun } from './full-scan.js';
 import { runIncrementalPoll } from './incremental.js';
 import { openResync, type ResyncProgressSink } from './resync.js';
 import type { ResyncRequest } from '../../core/resync-request.js';
@@ -13,7 +13,7 @@ import type { FingerprintKeySource } from '../../core/fingerprint-key.js';
 import { restoreFromChangelog, type RestoreMetrics, type RestorePorts } from '../restore.js';
 import { endSpan, SPAN_ATTRIBUTES } from '../../ops/tracing.js';
 
-export type { FullScanRun } from './full-scan.js';
+export type { LongPassRun } from './full-scan.js';
 export type { PassContext } from './context.js';
 
 /** What the loop asks of the passes; unit tests of the loop give it a fake. */
@@ -30,12 +30,12 @@ export interface PassRunner {
   /** Takes (and clears) an operator's request for a sweep. */
   takeSweepRequest(): Promise<boolean>;
   incremental(epoch: number, signal: AbortSignal): Promise<PassSummary>;
-  openFullScan(epoch: number, signal: AbortSignal): Promise<FullScanRun>;
+  openFullScan(epoch: number, signal: AbortSignal): Promise<LongPassRun>;
   /** Waits for the page in flight to be published and committed (graceful stop). */
   settle(): Promise<void>;
   /** Takes an operator's pending resync request (an unreadable one is dropped and logged). */
   takeResync(): Promise<ResyncRequest | null>;
-  openResync(epoch: number, signal: AbortSignal, request: ResyncRequest): Promise<FullScanRun>;
+  openResync(epoch: number, signal: AbortSignal, request: ResyncRequest): Promise<LongPassRun>;
   /** Puts back a resync this replica took but did not complete (it stops leading), for the next leader. */
   requeueResync(request: ResyncRequest): Promise<void>;
   /** Since when an operator has paused the bridge (ms), or null. */
@@ -162,7 +162,7 @@ export class Passes implements PassRunner {
     return runIncrementalPoll(this.ctx, this.pipeline, this.source, epoch, signal);
   }
 
-  openFullScan(epoch: number, signal: AbortSignal): Promise<FullScanRun> {
+  openFullScan(epoch: number, signal: AbortSignal): Promise<LongPassRun> {
     return openFullScan(this.ctx, this.pipeline, this.source, epoch, signal, this.deletion);
   }
 
@@ -184,7 +184,7 @@ export class Passes implements PassRunner {
     return this.snapshot.requeueResync(request);
   }
 
-  openResync(epoch: number, signal: AbortSignal, request: ResyncRequest): Promise<FullScanRun> {
+  openResync(epoch: number, signal: AbortSignal, request: ResyncRequest): Promise<LongPassRun> {
     const env = { ctx: this.ctx, pipeline: this.pipeline, source: this.source, epoch, signal };
     return openResync(request, this.snapshot, env);
   }
@@ -204,7 +204,7 @@ export class Passes implements PassRunner {
   }
 
   /** Runs a whole full scan now (the `sweep` command, benchmarks); `afterPage` runs after every page (progress). */
-  async fullScan(epoch: number, signal: AbortSignal, afterPage?: () => Promise<void>): Promise<FullScanRun> {
+  async fullScan(epoch: number, signal: AbortSignal, afterPage?: () => Promise<void>): Promise<LongPassRun> {
     const run = await this.openFullScan(epoch, signal);
     try {
       // One page per step; the pipeline overlaps each page's publish with the next page's read.

@@ -4,7 +4,7 @@ import type { ResyncRequest } from '../../core/resync-request.js';
 import type { PassProgress } from '../../redis/snapshot-store.js';
 import type { Page, ReviewSource } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
-import { tracedScan, type FullScanRun } from './full-scan.js';
+import { tracedScan, type LongPassRun } from './full-scan.js';
 
 // An operator's resync: re-reads the chosen reviews (by id, changed since a date, or all), publishes real
 // differences as ordinary events with detection "resync", and refreshes the state-topic row of every review it
@@ -36,7 +36,7 @@ export async function openResync(
   request: ResyncRequest,
   progressSink: ResyncProgressSink,
   { ctx, pipeline, source, epoch, signal }: ResyncEnv,
-): Promise<FullScanRun> {
+): Promise<LongPassRun> {
   await pipeline.settle();
   const { scope } = request;
   const wanted = scope.kind === 'ids' ? new Set(scope.ids) : null;

@@ -2,7 +2,7 @@ import { EMPTY_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { describe, expect, it } from 'vitest';
 import { errorKind } from '../../../src/ops/logger.js';
 import { BridgeLoop } from '../../../src/bridge/loop.js';
-import type { FullScanRun, PassRunner } from '../../../src/bridge/passes/index.js';
+import type { LongPassRun, PassRunner } from '../../../src/bridge/passes/index.js';
 import type { PassSummary } from '../../../src/bridge/pipeline.js';
 import type { Checkpoint } from '../../../src/redis/snapshot-store.js';
 import { UpstreamError } from '../../../src/upstream/errors.js';
@@ -74,7 +74,7 @@ class ScriptedPasses implements PassRunner {
     return summary();
   }
 
-  async openFullScan(): Promise<FullScanRun> {
+  async openFullScan(): Promise<LongPassRun> {
     const type = this.ckpt.initialDone ? 'sweep' : 'initial';
     this.calls.push(`open ${type}`);
     // Like the real store, an open scan is in the checkpoint until it completes, so a retry resumes it.
@@ -85,7 +85,7 @@ class ScriptedPasses implements PassRunner {
   }
 
   /** A long pass of `pages` pages that logs each step as `<label> <page>` and fails once at `failScanAt`. */
-  private scripted(type: FullScanRun['type'], label: string, pages: number, onDone: () => void): FullScanRun {
+  private scripted(type: LongPassRun['type'], label: string, pages: number, onDone: () => void): LongPassRun {
     let page = 0;
     return {
       type,
@@ -133,7 +133,7 @@ class ScriptedPasses implements PassRunner {
     this.requeued.push(request);
   }
 
-  async openResync(_epoch: number, _signal: AbortSignal, request: ResyncRequest): Promise<FullScanRun> {
+  async openResync(_epoch: number, _signal: AbortSignal, request: ResyncRequest): Promise<LongPassRun> {
     this.calls.push(`open resync ${request.id}`);
     return this.scripted('resync', 'resync', this.resyncPages, () => undefined);
   }

@@ -28,58 +28,58 @@ const load = { type: 'initial' as const, pollable: false };
 
 describe('nextStep', () => {
   const cases: Array<[string, StepState, number, ReturnType<typeof nextStep>]> = [
-    ['a due poll', { fullScan: null, initialDone: true, nextPollAt: 0 }, 5, { kind: 'poll', nextPollAt: 1_005 }],
+    ['a due poll', { longPass: null, initialDone: true, nextPollAt: 0 }, 5, { kind: 'poll', nextPollAt: 1_005 }],
     [
       'a due poll before a sweep page',
-      { fullScan: sweep, initialDone: true, nextPollAt: 5 },
+      { longPass: sweep, initialDone: true, nextPollAt: 5 },
       5,
       { kind: 'poll', nextPollAt: 1_005 },
     ],
     [
       'a sweep page while no poll is due',
-      { fullScan: sweep, initialDone: true, nextPollAt: 6 },
+      { longPass: sweep, initialDone: true, nextPollAt: 6 },
       5,
       { kind: 'scan-page' },
     ],
     [
       'a load page: no poll before the load set a watermark',
-      { fullScan: load, initialDone: false, nextPollAt: 0 },
+      { longPass: load, initialDone: false, nextPollAt: 0 },
       5,
       { kind: 'scan-page' },
     ],
     [
       'a poll beside a load that set its watermark',
-      { fullScan: { ...load, pollable: true }, initialDone: false, nextPollAt: 0 },
+      { longPass: { ...load, pollable: true }, initialDone: false, nextPollAt: 0 },
       5,
       { kind: 'poll', nextPollAt: 1_005 },
     ],
     [
       'a resync page',
-      { fullScan: { type: 'resync', pollable: true }, initialDone: true, nextPollAt: 900 },
+      { longPass: { type: 'resync', pollable: true }, initialDone: true, nextPollAt: 900 },
       5,
       { kind: 'scan-page' },
     ],
     [
       'a deletion step before a sweep page',
-      { fullScan: sweep, initialDone: true, nextPollAt: 900, deletionStepPending: true },
+      { longPass: sweep, initialDone: true, nextPollAt: 900, deletionStepPending: true },
       5,
       { kind: 'deletion-step' },
     ],
     [
       'a due poll before a deletion step',
-      { fullScan: null, initialDone: true, nextPollAt: 5, deletionStepPending: true },
+      { longPass: null, initialDone: true, nextPollAt: 5, deletionStepPending: true },
       5,
       { kind: 'poll', nextPollAt: 1_005 },
     ],
     [
       'a wait until the next poll',
-      { fullScan: null, initialDone: true, nextPollAt: 800 },
+      { longPass: null, initialDone: true, nextPollAt: 800 },
       300,
       { kind: 'wait', ms: 500 },
     ],
     [
       'a wait of at most a lease period',
-      { fullScan: null, initialDone: true, nextPollAt: 60_000 },
+      { longPass: null, initialDone: true, nextPollAt: 60_000 },
       0,
       { kind: 'wait', ms: 5_000 },
     ],
@@ -152,11 +152,11 @@ function simulate(opts: {
   pages: number;
   pageCosts: number[];
   pollCosts: number[];
-  scan: StepState['fullScan'];
+  scan: StepState['longPass'];
   steps: number;
 }): { polls: Array<{ due: number; start: number; prevEnd: number }>; pagesDone: number; waitsWhileBusy: number } {
   const t = { ...timing, pollIntervalMs: opts.interval };
-  const state: StepState = { fullScan: opts.scan, initialDone: true, nextPollAt: 0 };
+  const state: StepState = { longPass: opts.scan, initialDone: true, nextPollAt: 0 };
   let now = 0;
   let left = opts.pages;
   let pagesDone = 0;
@@ -176,9 +176,9 @@ function simulate(opts: {
       now += cost(opts.pageCosts);
       pagesDone += 1;
       left -= 1;
-      if (left === 0) state.fullScan = null;
+      if (left === 0) state.longPass = null;
     } else if (step.kind === 'wait') {
-      if (state.fullScan) waitsWhileBusy += 1;
+      if (state.longPass) waitsWhileBusy += 1;
       expect(step.ms).toBeGreaterThanOrEqual(0);
       expect(step.ms).toBeLessThanOrEqual(t.leaseTtlMs / 3);
       // A wait never sleeps past the next poll's due time.
@@ -199,7 +199,7 @@ describe('simulated runs', () => {
         fc.integer({ min: 1, max: 200 }),
         costs,
         costs,
-        fc.constantFrom<StepState['fullScan']>(sweep, { type: 'resync', pollable: true }, null),
+        fc.constantFrom<StepState['longPass']>(sweep, { type: 'resync', pollable: true }, null),
         (interval, pages, pageCosts, pollCosts, scan) => {
           const maxPage = Math.max(...pageCosts);
           const { polls } = simulate({ interval, pages, pageCosts, pollCosts, scan, steps: 400 });
