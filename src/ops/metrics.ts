@@ -32,6 +32,8 @@ export interface BridgeMetricsOptions {
    * account of a process; with several, the process registry of the fleet collects them once.
    */
   processMetrics?: boolean;
+  /** Times the watermark lag and the poll budget's window (default Date.now; tests pass a fake). */
+  now?: () => number;
 }
 
 const PASS_OUTCOMES: readonly PassOutcome[] = ['ok', 'error', 'aborted'];
@@ -84,19 +86,22 @@ class PollBudget {
   private readonly times: number[] = [];
   private readonly budget: number;
 
-  constructor(rateLimitRps: number) {
+  constructor(
+    rateLimitRps: number,
+    private readonly clock: () => number,
+  ) {
     this.budget = (rateLimitRps * BUDGET_WINDOW_MS) / 1000;
   }
 
   /** Records one poll request now. */
-  requested(now = Date.now()): void {
+  requested(now = this.clock()): void {
     this.times.push(now);
     // Bounded between scrapes too: only the last minute matters, and the limiter caps how many fit in it.
     this.forget(now);
   }
 
   /** The share (0..1) of the last minute's budget spent on polls. */
-  share(now = Date.now()): number {
+  share(now = this.clock()): number {
     this.forget(now);
     return Math.min(1, this.times.length / this.budget);
   }
@@ -128,14 +133,15 @@ export class BridgeMetrics {
     this.registry.setDefaultLabels({ account: opts.account });
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     this.knownStatuses = new Set((opts.knownStatuses ?? KNOWN_STATUSES).map((s) => s.toLowerCase()));
-    this.pollBudget = new PollBudget(opts.upstreamRateLimitRps ?? 10);
+    const now = opts.now ?? Date.now;
+    this.pollBudget = new PollBudget(opts.upstreamRateLimitRps ?? 10, now);
     this.m = registerMetrics(this.registry, {
       // Computed at scrape time so that the lag keeps growing while the bridge is stuck (a stored value would not).
       // No sample at all without a watermark (standby, initial load): prom-client would print NaN as "Nan".
       watermarkLag: (gauge) => {
         const w = this.watermarkMs;
         if (w === null) gauge.remove({});
-        else gauge.set(Math.max(0, (Date.now() - w) / 1000));
+        else gauge.set(Math.max(0, (now() - w) / 1000));
       },
       // Poll requests of the last minute over the budget of a minute, computed at scrape from the request times.
       pollBudgetShare: (gauge) => gauge.set(this.pollBudget.share()),
