@@ -43,10 +43,7 @@ EXPOSE 9464
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.HTTP_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
-# Node 24's V8 lets the young generation grow to 128 MiB and the old one to several times its live size before
-# collecting: a 1M-review account peaked at 342 MiB of RSS with Node's defaults, under 256 MiB with these two flags
-# (bench/results/memory.json, docs/benchmarks.md#memory). The old-space cap holds one account's heap; a replica that
-# leads many accounts needs more: set NODE_OPTIONS from the memory budget (docs/operations.md#memory-budget).
-ENV NODE_OPTIONS="--max-semi-space-size=16 --max-old-space-size=256"
+# No NODE_OPTIONS: `run` caps Node 24's heap itself, by the number of accounts (src/app/node-flags.ts,
+# docs/benchmarks.md#memory); flags set here or at run time win over its defaults.
 ENTRYPOINT ["node", "dist/src/cli.js"]
 CMD ["run"]

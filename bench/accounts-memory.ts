@@ -6,6 +6,7 @@ import { Lease } from '../src/redis/lease.js';
 import { freePort, spawnLogged } from '../test/helpers/processes.js';
 import {
   awaitDelivery,
+  checkpoints,
   leaders,
   makeChanges,
   matchChanges,
@@ -22,8 +23,8 @@ import {
 import { imageNodeFlags, percentile, round, writeResult } from './lib.js';
 
 // Memory per account: BENCH_ACCOUNTS (default 1,000) accounts of one multi-account simulator (src/simulator/multi.ts,
-// default throttle), served by two replicas of the compiled bridge started as the image starts it (`node <the
-// Dockerfile's ENTRYPOINT flags> dist/src/cli.js run`, BRIDGE_ACCOUNTS_FILE, shared topics, suppressed initial
+// default throttle), served by two replicas of the compiled bridge started as the image starts it (`node dist/src/cli.js run`: `run`
+// caps its own heap by the number of accounts; BENCH_NODE_FLAGS adds flags), BRIDGE_ACCOUNTS_FILE, shared topics, suppressed initial
 // loads of BENCH_REVIEWS, default 20, reviews per account).
 //  1. Configured, not led: this benchmark holds every account's lease itself, so the replicas (and a third one
 //     configured with a single account, the base) start and stand by. RSS of each (median of 10 s of samples);
@@ -33,12 +34,17 @@ import { imageNodeFlags, percentile, round, writeResult } from './lib.js';
 //     account = (RSS while leading half - RSS while leading none) / accounts led.
 //  3. Steady state: status changes on random accounts (BENCH_CHANGES_PER_S, default 10/s, for BENCH_DURATION_S,
 //     default 60 s), each timed from just before the control call to the receipt of its review.status_changed.
+// BENCH_START_CONCURRENCY sets the replicas' LEADERSHIP_START_CONCURRENCY; BENCH_RESULT names the result file.
+// While the replicas take the accounts on, a line every 5 s says how many leases each holds, how many accounts have
+// finished their initial load and each replica's RSS: where a run that does not finish stood.
 
 const ACCOUNTS = Number(process.env.BENCH_ACCOUNTS ?? 1_000);
 const REVIEWS = Number(process.env.BENCH_REVIEWS ?? 20);
 const PER_SECOND = Number(process.env.BENCH_CHANGES_PER_S ?? 10);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 60);
 const TARGET_PER_CONFIGURED_MIB = 0.5;
+/** LEADERSHIP_START_CONCURRENCY of the replicas (unset: the bridge's default). */
+const START_CONCURRENCY = process.env.BENCH_START_CONCURRENCY;
 
 const flags = imageNodeFlags();
 
@@ -46,6 +52,7 @@ const flags = imageNodeFlags();
 async function spawnImageReplica(fleet: Fleet, name: string, accountsFile?: string): Promise<Replica> {
   const port = await freePort();
   const env: Record<string, string> = { ...fleet.env, HTTP_PORT: String(port), NODE_OPTIONS: '' };
+  if (START_CONCURRENCY) env.LEADERSHIP_START_CONCURRENCY = START_CONCURRENCY;
   if (accountsFile) env.BRIDGE_ACCOUNTS_FILE = accountsFile;
   const child = spawnLogged(
     process.execPath,
@@ -78,6 +85,16 @@ async function allStandingBy(replica: Replica, accounts: number, spawnedAt: numb
     if (r && r.accounts === accounts && r.standby === accounts) return Date.now() - spawnedAt;
     if (!replica.child.alive) throw new Error(`bench: ${replica.name} exited (${replica.child.logFile})`);
     await sleep(100);
+  }
+}
+
+/** The kernel's peak RSS of a process so far (VmHWM, MiB), so that no peak falls between samples; null once gone. */
+function peakRss(pid: number): number | null {
+  try {
+    const kb = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? round(Number(kb) / 1024) : null;
+  } catch {
+    return null;
   }
 }
 
@@ -130,7 +147,21 @@ try {
   // 2. The leases go; the replicas split the accounts and load them.
   const releasedAt = Date.now();
   await Promise.all(held.map((l) => l.release()));
-  const loadMs = await waitInitialLoads(fleet, 900_000);
+  // Progress every 5 s while the replicas take the accounts on (which replica leads how many, RSS): the log says
+  // where a run that does not finish stood.
+  let loading = true;
+  const progress = (async () => {
+    while (loading) {
+      const s = split(await leaders(fleet));
+      const loaded = [...(await checkpoints(fleet)).values()].filter((c) => c.initialDone).length;
+      const rss = replicas.map((r) => `${r.name} ${round((procStat(r.child.pid)?.rssBytes ?? 0) / 2 ** 20)} MiB`);
+      const at = round((Date.now() - releasedAt) / 1000);
+      console.log(`+${at} s leases ${JSON.stringify(s)} loaded ${loaded} rss ${rss.join(', ')}`);
+      await sleep(5_000);
+    }
+  })();
+  const loadMs = await waitInitialLoads(fleet, 900_000).finally(() => (loading = false));
+  await progress;
   const share = Math.ceil(ACCOUNTS / 2);
   for (let i = 0; i < 240; i++) {
     const s = split(await leaders(fleet));
@@ -138,6 +169,7 @@ try {
     await sleep(500);
   }
   const ledAfterMs = Date.now() - releasedAt;
+  const peakTakingOn = Object.fromEntries(replicas.map((r) => [r.name, peakRss(r.child.pid)]));
   console.log(
     `initial loads done ${round(loadMs / 1000)} s, split settled ${round(ledAfterMs / 1000)} s after release`,
   );
@@ -164,6 +196,8 @@ try {
           rssMiBStandingBy: standby[r.name],
           accountsLed: led,
           rssMiBLeading: p.rssMiB,
+          peakRssMiBTakingOn: peakTakingOn[r.name],
+          peakRssMiBOverall: peakRss(r.child.pid),
           rssMiBPerConfiguredAccount: round(perConfigured[i]!, 3),
           rssMiBPerLedAccount: led ? round((p.rssMiB.p50 - standby[r.name]!) / led, 3) : null,
           cpuPercentOfOneCore: p.cpuPercentOfOneCore,
@@ -180,6 +214,7 @@ try {
       changesPerSecond: PER_SECOND,
       durationS: DURATION_S,
       command: `node ${[...flags, 'dist/src/cli.js', 'run'].join(' ')}`,
+      leadershipStartConcurrency: START_CONCURRENCY ? Number(START_CONCURRENCY) : 'default',
     },
     oneAccountReplica: { startToStandingByMs: baseStartMs, rssMiBStandingBy: standby.base },
     replicas: perReplica,
@@ -202,7 +237,7 @@ try {
       },
     },
   };
-  const file = writeResult('accounts-memory', result);
+  const file = writeResult(process.env.BENCH_RESULT ?? 'accounts-memory', result);
   console.log(JSON.stringify(result, null, 2));
   console.log(`written ${file}`);
 } finally {

@@ -18,8 +18,8 @@ import {
 } from './lib.js';
 
 // Memory of the bridge as users run it: the whole bridge (`run`) as its own process, started the way the container
-// image starts it (the Dockerfile's ENTRYPOINT, `node <flags> dist/src/cli.js`) or from the sources under tsx with
-// the same flags (BENCH_MEMORY_RUNTIME = build (default) | tsx | both), against the bundled simulator (no rate
+// image starts it (the Dockerfile's ENTRYPOINT, `node dist/src/cli.js`, whose `run` caps its own heap) or from the
+// sources under tsx as `npm start` does (BENCH_MEMORY_RUNTIME = build (default) | tsx | both), against the bundled simulator (no rate
 // limit, in this process), a private redis-server (no persistence) and the shared Kafka broker.
 //  - Pass 1: initial load of BENCH_REVIEWS (default 1,000,000) reviews with INITIAL_LOAD_MODE=suppress: every
 //    review fetched over HTTP, validated, diffed and written to the snapshot (and its changelog), no events
@@ -29,7 +29,8 @@ import {
 //    mode: every review.created sent to Kafka and acknowledged.
 // The bridge's RSS is read from /proc/<pid>/status every 100 ms (VmRSS) and its peak from the kernel (VmHWM, so no
 // peak falls between samples); where the memory is (V8 heap spaces, external) comes from its own /metrics every
-// second. BENCH_NODE_FLAGS replaces the ENTRYPOINT's Node flags (e.g. "" for Node's own defaults).
+// second. BENCH_NODE_FLAGS adds Node flags (e.g. "--max-old-space-size=4096" to see what the bridge's own caps
+// save; a flag given here is one `run` leaves alone).
 
 const N = Number(process.env.BENCH_REVIEWS ?? 1_000_000);
 const N_PUBLISH = Number(process.env.BENCH_PUBLISH_REVIEWS ?? 200_000);
@@ -280,7 +281,7 @@ try {
     };
   }
   const result = {
-    setup: `the bridge as its own process (${RUNTIMES.join(', ')}), Node flags [${flags.join(' ')}]; bundled simulator without rate limit (pages of 100 over HTTP); private redis-server ${redisServer.url}; shared Kafka ${kafkaBrokers.join(',')}`,
+    setup: `the bridge as its own process (${RUNTIMES.join(', ')}), Node flags [${flags.join(' ')}] (plus the caps run adds where none is given); bundled simulator without rate limit (pages of 100 over HTTP); private redis-server ${redisServer.url}; shared Kafka ${kafkaBrokers.join(',')}`,
     runtimes,
     snapshot,
     targets: {

@@ -13,7 +13,7 @@ import { SnapshotStore } from '../redis/snapshot-store.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
 import type { FingerprintKeySource } from '../core/fingerprint-key.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
-import { LazyPasses } from './leadership.js';
+import { LazyPasses, type StartSlots } from './leadership.js';
 import { fileOrEnvCredentials } from '../upstream/credentials.js';
 import type { ReviewSource } from '../upstream/types.js';
 import type { Tracer } from '@opentelemetry/api';
@@ -111,6 +111,8 @@ export interface AccountContext {
   tracer?: Tracer | null;
   /** Runs a publisher's first connection (see connectGate); absent: at once. */
   connectGate?: ConnectGate;
+  /** Bounds how many of the process's leaderships start at once (LEADERSHIP_START_CONCURRENCY); absent: no bound. */
+  startSlots?: StartSlots;
 }
 
 /**
@@ -169,37 +171,41 @@ export class AccountBridge {
     this.lease = new Lease(redis, keys, config.lease.ttlMs, Date.now, context.replica);
     const keySource = fingerprintKeySource(redis, config.redis.keyPrefix, config.fingerprintKeyFile);
     const topicsKey = Object.values(config.kafka.topics).sort().join(',');
-    this.leadership = new LazyPasses(() => {
-      const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
-      const source = upstreamFromConfig(config, this.metrics, logger);
-      const adapters = {
-        store: this.store,
-        source,
-        sink: publisher,
-        metrics: this.metrics,
-        logger,
-        keySource,
-        tracer: context.tracer,
-      };
-      return {
-        passes: passesFromConfig(config, adapters, options),
-        connect: async () => {
-          const gate = this.context.connectGate ?? ((_key: string, connect: () => Promise<void>) => connect());
-          await gate(topicsKey, () => publisher.connect()).catch((err: unknown) => {
-            // Said apart from the pass failure that follows: Kafka (address, TLS, SASL) is what to look at.
-            logger.error({ err }, 'cannot connect to Kafka yet; the leadership retries with backoff');
-            throw err;
-          });
-          // The process's readiness probe has its own admin connection (src/kafka/probe.ts).
-          await publisher.closeProbe();
-          this.leader = { publisher, source };
-        },
-        close: async () => {
-          if (this.leader?.publisher === publisher) this.leader = null;
-          await Promise.allSettled([publisher.disconnect(), source.close()]);
-        },
-      };
-    }, logger);
+    this.leadership = new LazyPasses(
+      () => {
+        const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
+        const source = upstreamFromConfig(config, this.metrics, logger);
+        const adapters = {
+          store: this.store,
+          source,
+          sink: publisher,
+          metrics: this.metrics,
+          logger,
+          keySource,
+          tracer: context.tracer,
+        };
+        return {
+          passes: passesFromConfig(config, adapters, options),
+          connect: async () => {
+            const gate = this.context.connectGate ?? ((_key: string, connect: () => Promise<void>) => connect());
+            await gate(topicsKey, () => publisher.connect()).catch((err: unknown) => {
+              // Said apart from the pass failure that follows: Kafka (address, TLS, SASL) is what to look at.
+              logger.error({ err }, 'cannot connect to Kafka yet; the leadership retries with backoff');
+              throw err;
+            });
+            // The process's readiness probe has its own admin connection (src/kafka/probe.ts).
+            await publisher.closeProbe();
+            this.leader = { publisher, source };
+          },
+          close: async () => {
+            if (this.leader?.publisher === publisher) this.leader = null;
+            await Promise.allSettled([publisher.disconnect(), source.close()]);
+          },
+        };
+      },
+      logger,
+      context.startSlots,
+    );
     this.loop = new BridgeLoop({
       passes: this.leadership,
       lease: context.gate ? context.gate(this.lease, config.account) : this.lease,

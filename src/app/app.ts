@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
 import { AccountBridge, connectGate, type AccountOptions } from './account.js';
+import { StartSlots } from './leadership.js';
 import { KafkaProbe } from '../kafka/probe.js';
 import { Allotment } from '../bridge/allotment.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
@@ -200,6 +201,7 @@ function buildParts(list: readonly BridgeConfig[], redis: BridgeRedis, logger: L
     ...(options.clock ? { sleep: options.clock.sleep } : {}),
   });
   const gate = connectGate();
+  const startSlots = new StartSlots(first.leadership.startConcurrency);
   const accounts = new Map<string, AccountBridge>();
   for (const config of list) {
     const bridge = new AccountBridge(
@@ -211,6 +213,7 @@ function buildParts(list: readonly BridgeConfig[], redis: BridgeRedis, logger: L
         processMetrics: only,
         gate: (lease, account) => allotment.gate(lease, account),
         connectGate: gate,
+        startSlots,
         tracer: tracing.tracer,
       },
       options,

@@ -7,7 +7,65 @@ import type { Checkpoint } from '../redis/snapshot-store.js';
 // What only the leader of an account needs (its Kafka producers, its upstream client and the passes over them) is
 // built when this replica wins the account's lease and released when it stops leading. A replica configured with
 // 1,000 accounts that leads 500 of them then holds 500 Kafka connections, not 1,000, and an account it does not
-// lead costs it the loop, the lease and the metrics only.
+// lead costs it the loop, the lease and the metrics only. A replica that wins many leases at once (at start, or
+// taking over a dead replica's accounts) starts those leaderships a few at a time (StartSlots): hundreds of
+// transactional producers connecting at the same moment time out together, then retry together. The leases of
+// the leaderships waiting their turn stay held: their keepers renew them whatever the loop waits for.
+
+/** Bounds how many leaderships of one process start at once; the others wait their turn, first come first served. */
+export class StartSlots {
+  private active = 0;
+  private readonly waiting: { admit: () => void }[] = [];
+
+  constructor(readonly limit: number) {
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new RangeError(`start slots: limit ${limit} is not an integer >= 1`);
+  }
+
+  /** Leaderships starting now, and waiting for a slot (for logs and tests). */
+  load(): { active: number; waiting: number } {
+    return { active: this.active, waiting: this.waiting.length };
+  }
+
+  /** Runs `work` in a slot once one is free; rejects without running it when `signal` aborts while it waits. */
+  async run<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    await this.take(signal);
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next.admit();
+      else this.active -= 1;
+    }
+  }
+
+  private take(signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    if (this.active < this.limit) {
+      this.active += 1;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        const at = this.waiting.indexOf(waiter);
+        if (at >= 0) this.waiting.splice(at, 1);
+        reject(signal?.reason ?? new Error('aborted'));
+      };
+      // A freed slot passes straight to the next waiter (active stays the same), so no newcomer can jump the queue.
+      const waiter = {
+        admit: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      this.waiting.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+/** No bound: every leadership starts at once (a process of one account, tools). */
+const UNBOUNDED = new StartSlots(Number.MAX_SAFE_INTEGER);
 
 /** The parts of one leadership: the passes and what to close when the leadership ends. */
 export interface LeaderParts<P extends PassRunner = PassRunner> {
@@ -26,6 +84,7 @@ export class LazyPasses<P extends PassRunner = PassRunner> implements PassRunner
   constructor(
     private readonly build: () => LeaderParts<P>,
     private readonly logger: Logger,
+    private readonly slots: StartSlots = UNBOUNDED,
   ) {}
 
   /** The passes of the current leadership, or null when this replica holds none. */
@@ -58,8 +117,12 @@ export class LazyPasses<P extends PassRunner = PassRunner> implements PassRunner
     await parts.close().catch((err: unknown) => this.logger.warn({ err }, 'closing the leadership failed'));
   }
 
+  /**
+   * Starts the leadership in its turn (StartSlots): connects its parts, takes the transactional id, brings Redis up
+   * to the changelog. The loop calls it before any pass of a new epoch, so every leadership's connections open here.
+   */
   async prepare(epoch: number, signal: AbortSignal, force?: boolean): Promise<boolean> {
-    return (await this.acquire()).prepare(epoch, signal, force);
+    return this.slots.run(async () => (await this.acquire()).prepare(epoch, signal, force), signal);
   }
 
   async takeRestoreRequest(): Promise<boolean> {

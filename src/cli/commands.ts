@@ -1,4 +1,6 @@
+import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
+import { applyHeapFlags } from '../app/node-flags.js';
 import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from '../app/app.js';
 import { loadAccounts, type AccountsConfig } from '../config/accounts.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
@@ -38,13 +40,17 @@ const USAGE = `usage: reviews-bridge <command>
 `;
 
 async function run({ accounts, file }: AccountsConfig): Promise<void> {
+  const unapplied = applyHeapFlags(accounts.length);
   const config = accounts[0]!;
   const logger = createLogger(config.logLevel, file === null ? { account: config.account } : {});
+  if (unapplied.length > 0) logger.warn({ flags: unapplied }, 'this Node cannot re-execute itself: heap left uncapped');
   const app = await startApp(accounts, logger);
+  const heapLimitMiB = Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
+  const runtime = { pid: process.pid, node: process.version, heapLimitMiB };
   logger.info(
     file === null
-      ? { ops: app.ops.url, upstream: config.upstream.baseUrl, brokers: config.kafka.brokers }
-      : { ops: app.ops.url, accounts: accounts.length, replica: app.replica, brokers: config.kafka.brokers },
+      ? { ops: app.ops.url, upstream: config.upstream.baseUrl, brokers: config.kafka.brokers, ...runtime }
+      : { ops: app.ops.url, accounts: accounts.length, replica: app.replica, brokers: config.kafka.brokers, ...runtime },
     'bridge started',
   );
   let stopping = false;

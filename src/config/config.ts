@@ -299,6 +299,13 @@ export const EnvSchema = z.object({
     .default('info')
     .describe('Log level (pino): the least severe level written'),
   LEASE_TTL_MS: int(1_000, 600_000).default(15_000).describe('Leadership lease; standbys take over within it'),
+  // Process-wide (not LEASE_*): a replica that wins hundreds of leases at once (start-up, a failover) would open
+  // hundreds of transactional producers at the same moment and time them all out; it starts them in waves instead.
+  LEADERSHIP_START_CONCURRENCY: int(1, 1_000)
+    .default(8)
+    .describe(
+      'Leaderships this replica starts at once (Kafka producers connected, transactional id taken, Redis checked against the changelog); the others wait, their leases kept',
+    ),
   // Personal data (src/core/field-policy.ts): dotted paths, comma-separated; EVENT_FIELDS_MASK entries are path[:N].
   EVENT_FIELDS_INCLUDE: optionalText.describe(
     'Allow-list of dotted paths; other fields, unknown ones too, are dropped',
@@ -423,6 +430,8 @@ export interface BridgeConfig {
   admin?: AdminConfig | null;
   logLevel: string;
   lease: { ttlMs: number };
+  /** How many leaderships the process starts at once (process-wide: read from the first account). */
+  leadership: { startConcurrency: number };
   shutdownTimeoutMs: number;
   /** What may leave the process of a review (events, dead letters). */
   privacy: PrivacyConfig;
@@ -633,6 +642,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     admin: adminConfig(e),
     logLevel: e.LOG_LEVEL,
     lease: { ttlMs: e.LEASE_TTL_MS },
+    leadership: { startConcurrency: e.LEADERSHIP_START_CONCURRENCY },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     privacy,
     fingerprintKeyFile: fingerprintKeyFile(e),

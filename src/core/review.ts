@@ -4,8 +4,10 @@ import { z } from 'zod';
 // everything else is lenient because the spec does not say which fields may be null or missing, and unknown
 // fields are kept (looseObject) so that they reach consumers and the change fingerprint.
 
-const optionalString = z.string().nullish();
-const optionalInt = z.number().int().nullish();
+/** A lenient text field: a string, null or missing (validation's fast path recognises fields by these objects). */
+export const optionalString = z.string().nullish();
+/** A lenient integer field: an integer, null or missing. */
+export const optionalInt = z.number().int().nullish();
 
 /** A publication status as sent upstream; unknown values are accepted (the full set is not specified). */
 export const PublicationStatus = z.string().min(1).max(64);

@@ -174,7 +174,9 @@ function encodeNow(entry: SnapshotEntry): Buffer {
     4 +
     8 +
     entry.fieldHashes.length * 2;
-  const buf = Buffer.alloc(size);
+  // From Node's pool, unzeroed (a zero-filled allocation of its own per entry cost more than the rest): every
+  // byte is written below, the digest's bytes too (zeros past a short or non-hex digest, as before).
+  const buf = Buffer.allocUnsafe(size);
   let o = 0;
   buf[o++] = keyed ? VERSION : LEGACY_VERSION;
   if (entry.keyId !== null) {
@@ -189,7 +191,8 @@ function encodeNow(entry: SnapshotEntry): Buffer {
   o += 6;
   buf.writeUInt32BE(entry.sequence, o);
   o += 4;
-  buf.write(entry.digest, o, 8, 'hex');
+  const written = buf.write(entry.digest, o, 8, 'hex');
+  if (written < 8) buf.fill(0, o + written, o + 8);
   o += 8;
   for (const h of entry.fieldHashes) {
     buf.writeUInt16BE(h, o);

@@ -11,12 +11,14 @@ import type { ChangelogOffsets } from './encoding.js';
 import { Transactions } from './transactions.js';
 
 // Sending of the Kafka adapter: one idempotent producer (no duplicates from its own retries), acks from all in-sync
-// replicas, renewed after any failure; with exactly-once on, a commit goes through the leadership's transactional
-// producer instead (transactions.ts).
+// replicas, renewed after any failure; with exactly-once on, everything (commits and heartbeats) goes through the
+// leadership's transactional producer instead (transactions.ts) and the idempotent producer is never created: a
+// replica leading hundreds of accounts then holds one producer per account, not two, and half the connections.
 
 /** The producers of one account's publisher. */
 export class KafkaSender {
-  private producer: Producer;
+  /** The idempotent producer (exactly-once off); created on first use. */
+  private producer: Producer | null = null;
   /** The producer's connection; a send waits for it (a renewed producer connects in the background). */
   private ready: Promise<void> | null = null;
   /** The transactional producer of this leadership (exactly-once). */
@@ -26,12 +28,13 @@ export class KafkaSender {
     private readonly kafka: Kafka,
     private readonly config: BridgeConfig['kafka'],
   ) {
-    this.producer = this.newProducer();
     this.transactions = new Transactions(kafka, config);
   }
 
-  /** Connects the idempotent producer. */
+  /** Connects the idempotent producer (exactly-once off; with it on, the transactional one connects at begin()). */
   async connect(): Promise<void> {
+    if (this.config.exactlyOnce) return;
+    this.producer ??= this.newProducer();
     this.ready = this.producer.connect();
     await this.ready;
   }
@@ -49,14 +52,21 @@ export class KafkaSender {
     return this.offsetsOf(metadata);
   }
 
-  /** Sends one record outside any transaction (heartbeats) and resolves once it is acknowledged. */
+  /**
+   * Sends one record (heartbeats) and resolves once it is acknowledged: in a transaction of its own when
+   * exactly-once is on (so a fenced former leader cannot send one either), else through the idempotent producer.
+   */
   async sendRecord(record: ProducerRecord): Promise<void> {
+    if (this.config.exactlyOnce) {
+      await this.transactions.run([[{ topic: record.topic, messages: record.messages }]]);
+      return;
+    }
     await this.send((producer) => producer.send(record));
   }
 
   /** Closes both producers. */
   async disconnect(): Promise<void> {
-    await Promise.allSettled([this.producer.disconnect(), this.transactions.end()]);
+    await Promise.allSettled([this.producer?.disconnect(), this.transactions.end()]);
   }
 
   private newProducer(): Producer {
@@ -75,6 +85,7 @@ export class KafkaSender {
    */
   private async send<T>(send: (producer: Producer) => Promise<T>): Promise<T> {
     const producer = this.producer;
+    if (!producer) throw new Error('the Kafka publisher is not connected');
     try {
       await (this.ready ?? Promise.reject(new Error('the Kafka publisher is not connected')));
       return await send(producer);

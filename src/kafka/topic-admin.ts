@@ -36,6 +36,8 @@ export function topicReplication(
 /** The publisher's topic administration, over one admin connection opened on first use and kept for the probes. */
 export class TopicAdmin {
   private probe: Promise<Admin> | null = null;
+  /** Read while prepare() has the admin connection open, so that a leadership's restore check opens none again. */
+  private cluster: string | null = null;
 
   constructor(
     private readonly kafka: Kafka,
@@ -52,13 +54,16 @@ export class TopicAdmin {
   async prepare(current: number): Promise<number> {
     const admin = await this.admin();
     if (this.config.createTopics) await this.createTopics(admin);
-    return this.readTopicLimits(admin, current);
+    const limit = await this.readTopicLimits(admin, current);
+    this.cluster = (await admin.describeCluster()).clusterId;
+    return limit;
   }
 
-  /** The id of the Kafka cluster. */
+  /** The id of the Kafka cluster (the one prepare() read: a publisher lives for one leadership). */
   async clusterId(): Promise<string> {
+    if (this.cluster) return this.cluster;
     const admin = await this.admin();
-    return (await admin.describeCluster()).clusterId;
+    return (this.cluster = (await admin.describeCluster()).clusterId);
   }
 
   /** Cheap broker round trip for the readiness probe (no new connection per probe). */

@@ -9,6 +9,8 @@ import type { BridgeConfig } from '../config/config.js';
 export class Transactions {
   /** The transactional producer of this leadership, and whether the broker fenced it. */
   private tx: { producer: Producer; fenced: boolean } | null = null;
+  /** The transaction under way: a producer runs one at a time (a heartbeat waits for the page's commit). */
+  private turn: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly kafka: Kafka,
@@ -69,6 +71,12 @@ export class Transactions {
   // the account at the broker: it is never re-initialised here (that would fence the winner back), only by
   // begin() after this replica wins the lease again.
   async run(sends: TopicMessages[][]): Promise<RecordMetadata[]> {
+    const mine = this.turn.then(() => this.runAlone(sends));
+    this.turn = mine.catch(() => undefined);
+    return mine;
+  }
+
+  private async runAlone(sends: TopicMessages[][]): Promise<RecordMetadata[]> {
     if (!this.tx) await this.begin();
     const tx = this.tx!;
     if (tx.fenced) throw new FencedError('the Kafka transactional id was taken by another leader');

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { LeasePort } from '../core/ports.js';
 import { durably, type AccountKeys, type BridgeRedis } from './connection.js';
 
-// One active poller per account: replicas compete for a lease in Redis. The lease carries an epoch that grows
+// One leader per account: replicas compete for a lease in Redis. The lease carries an epoch that grows
 // with every new holder; commits are fenced by it, so a leader that paused past its lease cannot write.
 
 /** This replica's view of the account's lease. */

@@ -10,7 +10,7 @@ import { BUCKET_BITS, bucketOf, fieldOf, scriptError } from './store-common.js';
 // 80-120 bytes a review. Writes go through the fenced commit and remove scripts (src/redis/lua), which write the
 // checkpoint in the same step; a restore from the changelog is snapshot-restore.ts.
 
-/** Where Kafka's changelog stood after a commit (see ChangelogMark in src/bridge/pipeline.ts). */
+/** Where Kafka's changelog stood after a commit (see ChangelogMark in src/bridge/pipeline/types.ts). */
 export interface CommitMark {
   txn: number;
   offsets: Record<number, number>;

@@ -1,4 +1,4 @@
-// The public surface of the upstream client: what the poller, the configuration and the metrics need. Internals
+// The public surface of the upstream client: what the passes, the configuration and the metrics need. Internals
 // (transport, limiter, pager, cursor detection) stay importable by path for tests but are not re-exported here.
 
 export { createUpstreamClient, UPSTREAM_DEFAULTS } from './client.js';

@@ -47,7 +47,7 @@ export interface ListOptions {
   signal?: AbortSignal;
 }
 
-/** The bridge's only window on the upstream: the poller depends on this, not on HTTP details. */
+/** The bridge's only window on the upstream: the passes depend on this, not on HTTP details. */
 export interface ReviewSource {
   /** Pages of the listing, fetched lazily; throws an UpstreamError when retries are exhausted. */
   pages(options: ListOptions): AsyncIterable<Page>;

@@ -1,6 +1,13 @@
 import { KNOWN_STATUSES as KNOWN_STATUS_NAMES } from '../core/domain.js';
 import type { z } from 'zod';
-import { ReviewSchema, STATUS_FIELDS, type Review } from '../core/review.js';
+import {
+  optionalInt,
+  optionalString,
+  PublicationStatus,
+  ReviewSchema,
+  STATUS_FIELDS,
+  type Review,
+} from '../core/review.js';
 import type { Reject, RejectKind, UpstreamHooks } from './types.js';
 import { UpstreamError } from './errors.js';
 import { DEFAULT_RECORD_LIMITS, checkRecordBounds, type RecordLimits } from './bounds.js';
@@ -90,15 +97,75 @@ export function validateRecords(
       reject(raw, violation.kind, violation.detail);
       continue;
     }
-    const result = ReviewSchema.safeParse(raw);
-    if (!result.success) {
-      reject(raw, 'schema', issueCodes(result.error).join(', '));
-      continue;
+    let review = plainReview(raw);
+    if (review === null) {
+      const result = ReviewSchema.safeParse(raw);
+      if (!result.success) {
+        reject(raw, 'schema', issueCodes(result.error).join(', '));
+        continue;
+      }
+      review = result.data;
     }
     for (const field of STATUS_FIELDS) {
-      if (!KNOWN_STATUSES.has(result.data[field].toUpperCase())) hooks.onUnknownStatus?.(field);
+      if (!KNOWN_STATUSES.has(review[field].toUpperCase())) hooks.onUnknownStatus?.(field);
     }
-    reviews.push(result.data);
+    reviews.push(review);
   }
   return { reviews, rejects };
+}
+
+// The fast path of validation. Almost every record is a plain one that ReviewSchema accepts at once: its fields
+// are checked here directly and the review built as zod builds it (the schema's present keys in the schema's
+// order, then the unknown keys in the record's order, without `__proto__`; values as they are). Anything else
+// (a failure, a value undefined, a schema field of a kind not listed below) is left to zod, which also names the
+// issues. test/unit/upstream/validate-fast-path.test.ts checks it against ReviewSchema on random records.
+type FieldKind = 'natural' | 'status' | 'string?' | 'int?';
+
+const SHAPE = ReviewSchema.shape;
+const FIELD_KEYS: readonly string[] = Object.keys(SHAPE);
+const FIELD_KINDS: ReadonlyArray<FieldKind | null> = Object.values(SHAPE).map((schema) => {
+  if (schema === SHAPE.id || schema === SHAPE.updated_date) return 'natural';
+  if (schema === PublicationStatus) return 'status';
+  if (schema === optionalString) return 'string?';
+  if (schema === optionalInt) return 'int?';
+  return null;
+});
+const SHAPE_KEYS: ReadonlySet<string> = new Set(Object.keys(SHAPE));
+
+function fits(kind: FieldKind, value: unknown): boolean {
+  switch (kind) {
+    case 'natural':
+      return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+    case 'status':
+      return typeof value === 'string' && value.length >= 1 && value.length <= 64;
+    case 'string?':
+      return value === null || typeof value === 'string';
+    case 'int?':
+      return value === null || (typeof value === 'number' && Number.isSafeInteger(value));
+  }
+}
+
+/** The review ReviewSchema.safeParse would return for `raw` when it surely accepts it; else null (ask zod). */
+export function plainReview(raw: unknown): Review | null {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  const record = raw as Record<string, unknown>;
+  const review: Record<string, unknown> = {};
+  for (let i = 0; i < FIELD_KEYS.length; i++) {
+    const key = FIELD_KEYS[i]!;
+    const kind = FIELD_KINDS[i] ?? null;
+    if (!(key in record)) {
+      if (kind === 'string?' || kind === 'int?') continue;
+      return null;
+    }
+    const value = record[key];
+    if (kind === null || !fits(kind, value)) return null;
+    review[key] = value;
+  }
+  for (const key in record) {
+    if (SHAPE_KEYS.has(key) || key === '__proto__') continue;
+    const value = record[key];
+    if (value === undefined) return null;
+    review[key] = value;
+  }
+  return review as Review;
 }

@@ -110,6 +110,15 @@ describe('operations', () => {
     expect(code, log.slice(-2000)).toBe(0);
     expect(Date.now() - t0).toBeLessThan(15_000);
     expect(log).toContain('stopped cleanly');
+    // Started without heap flags, `run` re-executed itself in place with its caps (src/app/node-flags.ts): one start,
+    // under the child's pid (the signal above reached it), with a heap limit far below Node 24's default (~4 GiB).
+    const started = log
+      .split('\n')
+      .filter((line) => line.includes('"bridge started"'))
+      .map((line) => JSON.parse(line) as { pid?: number; heapLimitMiB?: number });
+    expect(started).toHaveLength(1);
+    expect(started[0]!.pid).toBe(child.pid);
+    expect(started[0]!.heapLimitMiB).toBeLessThan(512);
     expect(await leaseHolder(redis, keys)).toBeNull();
     expect(log).not.toContain('demo-secret');
   });

@@ -1,9 +1,7 @@
 import { deletedEvents, deletionVerdict, missingFromSweep } from '../../core/deletion.js';
-import type { ReviewDeletedEvent } from '../../core/events.js';
 import type { BridgeMetrics } from '../../ops/metrics.js';
-import type { PagePipeline } from '../pipeline.js';
+import type { DeletionPublisher, PagePipeline } from '../pipeline.js';
 import type { SnapshotEntry } from '../../core/snapshot-entry.js';
-import type { ChangelogBatch, ChangelogOffsets } from '../../kafka/publisher.js';
 import type { Span } from '@opentelemetry/api';
 import { endSpan, SPAN_ATTRIBUTES, withTraceparent } from '../../ops/tracing.js';
 
@@ -19,9 +17,7 @@ export interface DeletionSnapshot {
 }
 
 /** The Kafka operation of deletion detection. */
-export interface DeletionSink {
-  publishDeletions(events: readonly ReviewDeletedEvent[], changelog?: ChangelogBatch): Promise<ChangelogOffsets>;
-}
+export type DeletionSink = DeletionPublisher;
 
 /** Settings and adapters of deletion detection. */
 export interface DeletionDeps {
@@ -122,7 +118,7 @@ export class DeletionScan {
     // review.deleted carries the traceparent of the sweep's deletions span (no page produced it).
     const events = withTraceparent(deletedEvents(eventSource, missing, pipeline.clock()), this.span);
     this.span?.setAttribute(SPAN_ATTRIBUTES.events, events.length);
-    const removed = await pipeline.commitDeletions(this.epoch, events, missing, deps.sink, (e, entries) =>
+    const removed = await pipeline.committer.commitDeletions(this.epoch, events, missing, deps.sink, (e, entries) =>
       deps.snapshot.removeEntries(e, entries),
     );
     deps.metrics.reviewsDeleted(removed);

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { connectGate } from '../../../src/app/account.js';
-import { LazyPasses } from '../../../src/app/leadership.js';
+import { LazyPasses, StartSlots } from '../../../src/app/leadership.js';
 import type { PassRunner } from '../../../src/bridge/passes/index.js';
 
 const logger = pino({ level: 'silent' });
@@ -130,5 +130,75 @@ describe('connectGate: accounts sharing topics do not race to create them', () =
     finish();
     await Promise.all([creator, follower]);
     expect(order).toEqual(['creator', 'follower']);
+  });
+});
+
+describe('StartSlots: a replica that wins many leases starts their leaderships a few at a time', () => {
+  /** A piece of work that runs until finish() is called, recording when it started. */
+  function held(started: string[], name: string) {
+    let finish!: () => void;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    return { work: async () => (started.push(name), done), finish: () => finish() };
+  }
+
+  it('runs at most `limit` at once, the others in the order they came, each as soon as a slot frees', async () => {
+    const slots = new StartSlots(2);
+    const started: string[] = [];
+    const works = ['a', 'b', 'c', 'd'].map((n) => held(started, n));
+    const runs = works.map((w) => slots.run(w.work));
+    await Promise.resolve();
+    expect(started).toEqual(['a', 'b']);
+    expect(slots.load()).toEqual({ active: 2, waiting: 2 });
+    works[1]!.finish();
+    await runs[1];
+    await Promise.resolve();
+    expect(started).toEqual(['a', 'b', 'c']);
+    expect(slots.load()).toEqual({ active: 2, waiting: 1 });
+    works[0]!.finish();
+    works[2]!.finish();
+    works[3]!.finish();
+    await Promise.all(runs);
+    expect(started).toEqual(['a', 'b', 'c', 'd']);
+    expect(slots.load()).toEqual({ active: 0, waiting: 0 });
+  });
+
+  it('frees the slot of a failed start, and drops a waiter whose signal aborts (its lease went) without running it', async () => {
+    const slots = new StartSlots(1);
+    const started: string[] = [];
+    await expect(slots.run(() => Promise.reject(new Error('kafka down')))).rejects.toThrow('kafka down');
+    const first = held(started, 'first');
+    const running = slots.run(first.work);
+    const lost = new AbortController();
+    const waiting = slots.run(async () => void started.push('never'), lost.signal);
+    const next = slots.run(async () => void started.push('next'));
+    lost.abort(new Error('lease lost'));
+    await expect(waiting).rejects.toThrow('lease lost');
+    expect(slots.load()).toEqual({ active: 1, waiting: 1 });
+    first.finish();
+    await Promise.all([running, next]);
+    expect(started).toEqual(['first', 'next']);
+    await expect(slots.run(async () => 1, lost.signal)).rejects.toThrow('lease lost');
+    expect(slots.load()).toEqual({ active: 0, waiting: 0 });
+  });
+
+  it('holds a leadership in its slot through connect and prepare', async () => {
+    const slots = new StartSlots(1);
+    const log: string[] = [];
+    let finish!: () => void;
+    const connected = new Promise<void>((resolve) => (finish = resolve));
+    const lazy = (name: string, connect: () => Promise<void>) =>
+      new LazyPasses(
+        () => ({ passes: fakePasses(log, name), connect, close: async () => void log.push(`${name}.close`) }),
+        logger,
+        slots,
+      );
+    const a = lazy('a', async () => (log.push('a.connect'), connected));
+    const b = lazy('b', async () => void log.push('b.connect'));
+    const both = Promise.all([a.prepare(1, new AbortController().signal), b.prepare(1, new AbortController().signal)]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log).toEqual(['a.connect']);
+    finish();
+    await both;
+    expect(log).toEqual(['a.connect', 'a.prepare', 'b.connect', 'b.prepare']);
   });
 });

@@ -53,6 +53,14 @@ describe('snapshot entry codec', () => {
     buf[0] = 99;
     expect(() => decodeEntry(buf)).toThrow(/version 99/);
   });
+
+  it('writes zeros past a digest shorter than 8 bytes (the buffer comes unzeroed from the pool)', () => {
+    const entry = { client: 'X', pwr: 'Y', updatedDate: 1, sequence: 1, observedAt: 1, ...fingerprint(base) };
+    for (const digest of ['abcd', '', 'zz']) {
+      const decoded = decodeEntry(encodeEntry({ ...entry, digest }));
+      expect(decoded.digest).toBe(digest === 'abcd' ? 'abcd000000000000' : '0000000000000000');
+    }
+  });
 });
 
 describe('fingerprint', () => {

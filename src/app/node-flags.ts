@@ -1,0 +1,40 @@
+// Node 24 sizes its heap for throughput, not for a small service: the young generation grows to 64 MiB per
+// semi-space, and with a 4 GiB old-space limit V8 lets garbage pile up long before a full collection. Measured with
+// one account of a million reviews (docs/benchmarks.md#memory): 315 MiB of RSS at peak for the compiled build and
+// 356 MiB under tsx with only the semi-space capped, 184 MiB with both caps. So `run` applies both caps itself when
+// neither the command line nor NODE_OPTIONS sets them, and grows the old-space cap with the number of accounts (an
+// account's whole RSS is under 3 MiB, so 4 MiB of heap each leaves room). An operator's own flags always win.
+
+/** The young generation's cap when none is given, MiB per semi-space (Node 20's default). */
+export const DEFAULT_SEMI_SPACE_MIB = 16;
+/** The old space's cap for one account when none is given, MiB. */
+export const BASE_OLD_SPACE_MIB = 256;
+/** What each further configured account adds to the old space's cap, MiB. */
+export const OLD_SPACE_MIB_PER_ACCOUNT = 4;
+
+const SEMI_SPACE = /--max[-_]semi[-_]space[-_]size(=|\s|$)/;
+const OLD_SPACE = /--max[-_]old[-_]space[-_]size(=|\s|$)/;
+
+/** The heap flags `run` adds for `accounts` accounts: none of those the operator already set (argv or NODE_OPTIONS). */
+export function missingHeapFlags(execArgv: readonly string[], nodeOptions: string, accounts: number): string[] {
+  const given = [...execArgv, nodeOptions].join(' ');
+  const flags: string[] = [];
+  if (!SEMI_SPACE.test(given)) flags.push(`--max-semi-space-size=${DEFAULT_SEMI_SPACE_MIB}`);
+  if (!OLD_SPACE.test(given)) {
+    const mib = BASE_OLD_SPACE_MIB + OLD_SPACE_MIB_PER_ACCOUNT * Math.max(0, accounts - 1);
+    flags.push(`--max-old-space-size=${mib}`);
+  }
+  return flags;
+}
+
+/**
+ * Replaces this process by itself with the missing heap flags (same pid, so signals and supervisors see no
+ * difference); returns the flags it could not apply (none when it did not need to).
+ */
+export function applyHeapFlags(accounts: number): string[] {
+  const flags = missingHeapFlags(process.execArgv, process.env.NODE_OPTIONS ?? '', accounts);
+  // process.execve exists on Unix since Node 22.15; elsewhere the process keeps Node's defaults.
+  if (flags.length === 0 || typeof process.execve !== 'function') return flags;
+  const [, ...args] = process.argv;
+  return process.execve(process.execPath, [process.execPath, ...flags, ...process.execArgv, ...args], process.env);
+}

@@ -1,0 +1,50 @@
+import type { Logger } from 'pino';
+import { kindOf } from '../../core/errors.js';
+import { failed, NO_FAILURE, recovery, type FailureRun, type ScheduleTiming } from '../../core/schedule.js';
+import { errorKind } from '../../ops/logger.js';
+
+// The loop's failures since its last step that succeeded: each is logged once, in the words its kind deserves, and
+// the schedule's recovery (src/core/schedule.ts) reads them to say how long to back off, or to restore.
+
+/** The failures of a loop, and what to do after them. */
+export class FailureLog {
+  /** Failures since the last step that succeeded, and the kind of the last (the schedule's recovery reads it). */
+  private failures: FailureRun = NO_FAILURE;
+  /** The kind of the last failure (an error class or upstream error kind), never its message. */
+  lastError: string | null = null;
+
+  constructor(private readonly deps: { logger: Logger; timing: ScheduleTiming; random?: () => number }) {}
+
+  /** A step succeeded: the next failure starts a new run of them. */
+  cleared(): void {
+    this.failures = NO_FAILURE;
+  }
+
+  /** Records and logs a failure of `where` (the lease, or a pass). */
+  fail(err: unknown, where: string): void {
+    const { logger } = this.deps;
+    const kind = kindOf(err);
+    const awaitingReplica = this.failures.kind === 'replication' && this.failures.count > 0;
+    this.failures = failed(this.failures, kind);
+    this.lastError = errorKind(err);
+    if (kind === 'snapshot_lost') {
+      logger.warn({ where }, 'the account keys vanished from Redis; restoring from the Kafka changelog');
+      return;
+    }
+    if (kind === 'replication') {
+      // Expected for seconds after every Redis failover: one warning when it starts, not an error a second.
+      if (!awaitingReplica) logger.warn({ err, where }, 'waiting for a Redis replica to acknowledge');
+      return;
+    }
+    const fenced = kind === 'fenced';
+    logger.error(
+      { err, where, failures: this.failures.count, fenced },
+      fenced ? 'another replica took over; commit refused' : 'pass failed; nothing committed past the last page',
+    );
+  }
+
+  /** What the schedule says to do after the failures so far. */
+  recover(): ReturnType<typeof recovery> {
+    return recovery(this.failures, this.deps.timing, (this.deps.random ?? Math.random)());
+  }
+}

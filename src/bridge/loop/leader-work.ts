@@ -1,0 +1,163 @@
+import type { Logger } from 'pino';
+import type { BridgeMetrics } from '../../ops/metrics.js';
+import { nextStep, scanToOpen, type ScheduleTiming } from '../../core/schedule.js';
+import type { ResyncRequest } from '../../core/resync-request.js';
+import type { FullScanRun, PassRunner } from '../passes/index.js';
+
+// A leader's work, a step at a time: the schedule (src/core/schedule.ts) says whether the next step is a poll, a
+// page of the long pass (a full scan or a resync, opened here when one is due or asked for) or a wait; this class
+// carries the step out and keeps where the long pass stands between steps, and which leadership it readied.
+
+/** What the leader's work needs. */
+export interface LeaderWorkDeps {
+  passes: PassRunner;
+  metrics: Pick<BridgeMetrics, 'passFinished'>;
+  logger: Logger;
+  timing: ScheduleTiming;
+  clock: () => number;
+  /** Gives the lease up so that the account is taken anew under a newer epoch (a restore may ask it). */
+  releaseLease: () => Promise<void>;
+}
+
+/** The steps of a leader, and the long pass they advance. */
+export class LeaderWork {
+  private fullScan: FullScanRun | null = null;
+  private fullScanStartedAt = 0;
+  private nextPollAt = 0;
+  private initialDone = false;
+  /** A resync taken from Redis and not completed yet: kept to run again after a failure. */
+  private resync: ResyncRequest | null = null;
+  /** The epoch whose leadership was readied (transactional id taken, Redis restored from Kafka where needed). */
+  private preparedEpoch = 0;
+
+  constructor(private readonly deps: LeaderWorkDeps) {}
+
+  /**
+   * Readies the leadership of `epoch` before its first pass: fences the former leader at Kafka and brings Redis up
+   * to Kafka. Resolves false when the lease was given up to be taken anew under a newer epoch first.
+   */
+  async prepared(epoch: number, signal: AbortSignal): Promise<boolean> {
+    if (this.preparedEpoch === epoch) return true;
+    if (!(await this.deps.passes.prepare(epoch, signal))) {
+      // Redis issued an epoch not above the changelog's (it lost its keys): take a newer one first.
+      await this.deps.releaseLease();
+      return false;
+    }
+    this.preparedEpoch = epoch;
+    return true;
+  }
+
+  /** Redis lost the account's keys: the next leadership is readied (restored) again before any pass. */
+  unprepare(): void {
+    this.preparedEpoch = 0;
+  }
+
+  /** Does the next piece of work; resolves how long to wait before the next one. */
+  async step(epoch: number, signal: AbortSignal): Promise<number> {
+    const { passes, timing, logger } = this.deps;
+    const now = this.deps.clock();
+    // The checkpoint is read only between full scans: while one runs, the loop already knows where it stands.
+    if (!this.fullScan && (await passes.takeRestoreRequest())) {
+      logger.warn({ epoch }, 'restore from the Kafka changelog requested by an operator');
+      if (!(await passes.prepare(epoch, signal, true))) await this.deps.releaseLease();
+      return 0;
+    }
+    if (!this.fullScan) await this.openLongPass(epoch, signal, now);
+    const state = { fullScan: this.fullScan, initialDone: this.initialDone, nextPollAt: this.nextPollAt };
+    const step = nextStep(state, now, timing);
+    if (step.kind === 'poll') {
+      this.nextPollAt = step.nextPollAt;
+      await this.poll(epoch, signal);
+      return 0;
+    }
+    if (step.kind === 'scan-page' && this.fullScan) {
+      await this.scanPage(this.fullScan, signal);
+      return 0;
+    }
+    // A deletion-detection step is not asked for yet (detection runs inside the sweep's last page).
+    return step.kind === 'wait' ? step.ms : 0;
+  }
+
+  /** Stands down (another replica leads): the long pass is dropped and a resync goes back for the next leader. */
+  async standDown(): Promise<void> {
+    await this.abandon();
+    await this.handBackResync();
+  }
+
+  /** Drops the full scan in progress (it resumes from its checkpoint) and closes its page iterator. */
+  async abandon(): Promise<void> {
+    const scan = this.fullScan;
+    this.fullScan = null;
+    await scan?.close().catch((err: unknown) => this.deps.logger.warn({ err }, 'closing the sweep failed'));
+  }
+
+  /** A resync this replica took but will not finish goes back to Redis for whoever leads next. */
+  async handBackResync(): Promise<void> {
+    const request = this.resync;
+    if (!request) return;
+    this.resync = null;
+    await this.deps.passes
+      .requeueResync(request)
+      .catch((err: unknown) => this.deps.logger.error({ err, id: request.id }, 'a resync request was lost'));
+  }
+
+  /** Opens the full scan the checkpoint makes due (or an operator asked for), else a pending resync, if any. */
+  private async openLongPass(epoch: number, signal: AbortSignal, now: number): Promise<void> {
+    const { passes, timing, logger } = this.deps;
+    const ckpt = await passes.checkpoint();
+    this.initialDone = ckpt.initialDone;
+    const requested = ckpt.initialDone ? await passes.takeSweepRequest() : false;
+    const reason = scanToOpen(
+      { initialDone: ckpt.initialDone, scanInProgress: ckpt.sweep !== null, lastSweepAt: ckpt.lastSweepAt },
+      requested,
+      now,
+      timing,
+    );
+    if (reason !== null) {
+      this.fullScan = await passes.openFullScan(epoch, signal);
+      this.fullScanStartedAt = now;
+      logger.info({ kind: this.fullScan.type, requested, due: reason === 'due' }, 'sweep started');
+    } else if ((this.resync ??= await passes.takeResync())) {
+      this.fullScan = await passes.openResync(epoch, signal, this.resync);
+      this.fullScanStartedAt = now;
+      logger.info({ id: this.resync.id, scope: this.resync.scope.kind }, 'resync started');
+    }
+  }
+
+  private async poll(epoch: number, signal: AbortSignal): Promise<void> {
+    const { passes, metrics, logger, clock } = this.deps;
+    const t0 = clock();
+    try {
+      const summary = await passes.incremental(epoch, signal);
+      metrics.passFinished('incremental', 'ok', (clock() - t0) / 1000);
+      if (summary.events > 0) logger.info({ kind: 'incremental', ...summary }, 'poll committed');
+    } catch (err) {
+      metrics.passFinished('incremental', signal.aborted ? 'aborted' : 'error', (clock() - t0) / 1000);
+      throw err;
+    }
+  }
+
+  private async scanPage(scan: FullScanRun, signal: AbortSignal): Promise<void> {
+    const { metrics, logger } = this.deps;
+    let more: boolean;
+    try {
+      more = await scan.step();
+    } catch (err) {
+      metrics.passFinished(scan.type, signal.aborted ? 'aborted' : 'error', this.fullScanSeconds());
+      throw err;
+    }
+    if (more) return;
+    this.fullScan = null;
+    if (scan.type === 'resync') this.resync = null;
+    metrics.passFinished(scan.type, 'ok', this.fullScanSeconds());
+    logger.info({ kind: scan.type, ...scan.summary }, 'sweep completed');
+    if (scan.type === 'initial') {
+      this.initialDone = true;
+      this.nextPollAt = 0;
+    }
+  }
+
+  private fullScanSeconds(): number {
+    return (this.deps.clock() - this.fullScanStartedAt) / 1000;
+  }
+}

@@ -1,0 +1,99 @@
+import type { Checkpoint, CheckpointUpdate } from '../../core/checkpoint.js';
+import { progressOf } from '../../core/progress.js';
+import type { Page } from '../../upstream/types.js';
+import type { PassContext } from './context.js';
+
+// Where a full scan stands between its pages: its cursor and count (checkpointed so that a restart resumes), the
+// watermark the initial load's first page sets, and the progress the metrics show.
+
+// Unchanged pages commit their cursor at most this often: re-reading a few unchanged pages after a crash is
+// harmless, and skipping the write keeps the unchanged path to one Redis round trip a page.
+const CURSOR_COMMIT_INTERVAL_MS = 1_000;
+
+/** A full scan's checkpointed position: kind, resume cursor, start and the records seen. */
+export type ScanState = NonNullable<Checkpoint['sweep']>;
+
+/** What a page's commit carries of the scan's position. */
+export interface PageCheckpoint {
+  checkpoint: CheckpointUpdate;
+  /** Commit even when the page changes nothing: the cursor is due, or the first page sets the watermark. */
+  commitIfUnchanged: boolean;
+  /** The watermark this page sets (the initial load's first page with an upstream time), else null. */
+  watermark: number | null;
+}
+
+/** The position and progress of one full scan. */
+export class ScanCursor {
+  private lastCommitAt: number;
+  /** The largest updated_date read: the watermark of an upstream that sends no time. */
+  private maxSeen: number | null = null;
+  /** Whether the checkpoint has a watermark, so that polls can run alongside. */
+  watermarkSet: boolean;
+  /** The scan's estimated total (the snapshot's size; none for the initial load of an empty snapshot). */
+  estimatedTotal: number | null = null;
+
+  constructor(
+    readonly scan: ScanState,
+    private readonly ctx: PassContext,
+    hasWatermark: boolean,
+  ) {
+    this.lastCommitAt = ctx.clock();
+    this.watermarkSet = hasWatermark;
+  }
+
+  /**
+   * Moves past a page. The initial load's first page sets the watermark to the upstream's time when it was asked
+   * for, so that polls run during the load: every change made after that moment is at or after the watermark.
+   */
+  advance(page: Page): PageCheckpoint {
+    const { scan } = this;
+    scan.cursor = page.nextCursor;
+    scan.seen += page.reviews.length + page.rejects.length;
+    for (const review of page.reviews) this.maxSeen = Math.max(this.maxSeen ?? 0, review.updated_date);
+    const due = this.ctx.clock() - this.lastCommitAt >= CURSOR_COMMIT_INTERVAL_MS;
+    const checkpoint: CheckpointUpdate = { sweep: { ...scan } };
+    const setsWatermark = scan.kind === 'initial' && !this.watermarkSet && typeof page.upstreamAt === 'number';
+    if (setsWatermark) checkpoint.watermark = page.upstreamAt!;
+    return { checkpoint, commitIfUnchanged: due || setsWatermark, watermark: setsWatermark ? page.upstreamAt! : null };
+  }
+
+  /** A page's commit was made: the cursor's interval starts again. */
+  committed(): void {
+    this.lastCommitAt = this.ctx.clock();
+  }
+
+  /** The watermark a page set is committed: polls may start. */
+  watermarkCommitted(watermark: number): void {
+    this.watermarkSet = true;
+    this.ctx.metrics.setWatermark(watermark);
+  }
+
+  /** Shows how far the scan is. */
+  progress(): void {
+    const { scan, ctx } = this;
+    ctx.metrics.sweepProgress(scan.seen, true);
+    const sample = {
+      seen: scan.seen,
+      estimatedTotal: this.estimatedTotal,
+      startedAt: scan.startedAt,
+      now: ctx.clock(),
+    };
+    ctx.metrics.passProgress(scan.kind, progressOf(sample).fraction);
+  }
+
+  /** The checkpoint fields of a scan that listed its last page. */
+  endUpdate(): CheckpointUpdate {
+    // The initial load covers everything changed before it started; polls take over from there.
+    const update: CheckpointUpdate = { sweep: null, lastSweepAt: this.ctx.clock(), initialDone: true };
+    // An upstream without Date headers gave no time for the first page: the largest updated_date read stands in.
+    if (this.scan.kind === 'initial' && !this.watermarkSet) update.watermark = this.maxSeen ?? 0;
+    return update;
+  }
+
+  /** Shows the scan as finished, with the watermark its end set. */
+  finished(update: CheckpointUpdate): void {
+    if (update.watermark !== undefined) this.ctx.metrics.setWatermark(update.watermark);
+    this.ctx.metrics.sweepProgress(this.scan.seen, false);
+    this.ctx.metrics.passProgress(this.scan.kind, null);
+  }
+}
