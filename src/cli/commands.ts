@@ -50,7 +50,13 @@ async function run({ accounts, file }: AccountsConfig): Promise<void> {
   logger.info(
     file === null
       ? { ops: app.ops.url, upstream: config.upstream.baseUrl, brokers: config.kafka.brokers, ...runtime }
-      : { ops: app.ops.url, accounts: accounts.length, replica: app.replica, brokers: config.kafka.brokers, ...runtime },
+      : {
+          ops: app.ops.url,
+          accounts: accounts.length,
+          replica: app.replica,
+          brokers: config.kafka.brokers,
+          ...runtime,
+        },
     'bridge started',
   );
   let stopping = false;
