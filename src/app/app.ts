@@ -6,14 +6,15 @@ import { KafkaProbe } from '../kafka/probe.js';
 import { Allotment } from '../bridge/allotment.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
 import { replicaId } from '../redis/lease.js';
-import type { LoopHealth } from '../bridge/loop.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { mergedMetrics, type BridgeMetrics } from '../ops/metrics.js';
-import { startOpsServer, type OpsServer, type ReadinessResult } from '../ops/http-server.js';
+import { startOpsServer, type OpsServer } from '../ops/http-server.js';
 import { accountKeys, connectRedisFromConfig, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
 import { startAdminServer, type AdminServer } from '../admin/server.js';
 import { startTracing } from './tracing.js';
+import { processLiveness, processReadiness } from './health.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loops, one per
 // account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
@@ -40,7 +41,10 @@ export interface App {
 }
 
 /** Options for tests and tools; production uses none. */
-export type AppOptions = AccountOptions;
+export interface AppOptions extends AccountOptions {
+  /** Times the start-up checks, the probes' caches and the replica registry's beats (default: the system clock). */
+  clock?: Clock;
+}
 
 /** The Redis client and key layout of the configured account (commands that act on one account). */
 export function redisFromConfig(config: BridgeConfig): {
@@ -66,134 +70,26 @@ export async function startApp(
   const list = Array.isArray(configs) ? (configs as readonly BridgeConfig[]) : [configs as BridgeConfig];
   const first = list[0];
   if (!first) throw new Error('startApp: no account to run');
-  // The only account of a process keeps its process metrics and readiness under its own name (dashboards and
-  // probes of one-account deployments read them so); several accounts share the process's.
-  const only = list.length === 1 ? first : null;
+  const clock = options.clock ?? systemClock;
   const redis = connectRedisFromConfig(first.redis);
-  // A REDIS_WAIT_REPLICAS no primary can meet would make every write wait for ever: refuse it now, by name.
-  const durability = new DurabilityWatch(redis, first.redis, { logger });
-  if (first.redis.waitReplicas > 0) {
-    let state = await durability.check();
-    // A topology started together with the bridge may still be attaching its replicas (Cluster gossip takes a
-    // moment): look again for a few seconds before refusing.
-    for (let attempt = 0; attempt < 5 && state.kind === 'missing' && !first.redis.waitForReplicas; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      state = await durability.check();
-    }
-    if (state.kind === 'missing' && !first.redis.waitForReplicas) {
-      redis.disconnect();
-      throw new ConfigError('REDIS_WAIT_REPLICAS', durabilityMessage(state)!);
-    }
-    durability.start();
-  }
+  const durability = await watchDurability(redis, first.redis, logger, clock);
+  const parts = buildParts(list, redis, logger, options);
+  const { accounts, allotment, kafka, tracing } = parts;
 
-  const processRegistry = new Registry();
-  const replica = replicaId();
-  const tracing = startTracing(first.tracing, logger);
-  // The registry and the leases carry one replica id, so `status` can tell which replica leads which account.
-  const allotment = new Allotment(replicaRegistry(redis, first.redis.keyPrefix), {
-    replica,
-    accounts: list.length,
-    ttlMs: Math.max(...list.map((c) => c.lease.ttlMs)),
-    logger,
-  });
-  const gate = connectGate();
-  const startSlots = new StartSlots(first.leadership.startConcurrency);
-  const accounts = new Map<string, AccountBridge>();
-  for (const config of list) {
-    const bridge = new AccountBridge(
-      config,
-      {
-        redis,
-        replica,
-        logger: only ? logger : logger.child({ account: config.account }),
-        processMetrics: only !== null,
-        gate: (lease, account) => allotment.gate(lease, account),
-        connectGate: gate,
-        startSlots,
-        tracer: tracing.tracer,
-      },
-      options,
-    );
-    accounts.set(config.account, bridge);
-  }
-  const firstBridge = accounts.get(first.account)!;
-  if (!only) collectDefaultMetrics({ register: processRegistry });
-  fleetGauges(processRegistry, allotment);
-  const kafka = new KafkaProbe(first.kafka, logger);
-
-  const checkUpstream = cache();
   let admin: AdminServer | null = null;
+  const health = { accounts, only: parts.only, redis, kafka, durability, clock };
   const ops = await startOpsServer({
     host: first.http.host,
     port: first.http.port,
     metrics: mergedMetrics(() => [
-      processRegistry,
+      parts.processRegistry,
       durability.registry,
       ...(admin ? [admin.metrics.registry] : []),
       ...[...accounts.values()].map((a) => a.metrics.registry),
     ]),
     logger,
-    liveness: () => {
-      const loops = [...accounts.values()].map((a) => ({ account: a.account, ...a.health() }));
-      const stuck = loops.filter((h) => !h.ok);
-      return {
-        ok: stuck.length === 0,
-        detail: only
-          ? { ...loops[0], account: undefined }
-          : { accounts: loops.length, stuck: stuck.map((h) => h.account), ...roles(loops) },
-      };
-    },
-    readiness: async (): Promise<ReadinessResult> => {
-      const all = [...accounts.values()];
-      // The credentials of an account are checked by the replica that leads it (the one with its upstream client).
-      const credentialsOf = (a: AccountBridge) => {
-        const source = a.source;
-        return source ? checkUpstream(`upstream:${a.account}`, () => source.checkCredentials(), 60_000) : true;
-      };
-      const [redisOk, kafkaOk, credentials, pausedSince] = await Promise.all([
-        redis.ping().then(
-          () => true,
-          () => false,
-        ),
-        checkUpstream('kafka', () => kafka.ping()),
-        Promise.all(all.map(credentialsOf)),
-        // Reported for the only account (several accounts each have their pause flag).
-        only ? firstBridge.store.pausedSince().catch(() => null) : null,
-      ]);
-      const loops = all.map((a) => a.health());
-      const starting = loops.every((h) => h.role === 'starting');
-      const unmet = durabilityMessage(durability.state());
-      const durable = unmet === null || durability.state().kind === 'unknown';
-      if (only) {
-        const role = loops[0]!.role;
-        return {
-          ok: redisOk && durable && kafkaOk && credentials[0]! && role !== 'starting',
-          checks: {
-            redis: redisOk,
-            redis_durability: unmet ?? true,
-            kafka: kafkaOk,
-            upstream_credentials: credentials[0]!,
-            role,
-            paused: pausedSince !== null,
-          },
-        };
-      }
-      // One account's bad credentials must not take the whole process out of service (every other account would
-      // stop with it on a rollout): they are reported by account and in the metrics, not in `ok`.
-      const refused = all.filter((_, i) => !credentials[i]).map((a) => a.account);
-      return {
-        ok: redisOk && durable && kafkaOk && !starting,
-        checks: {
-          redis: redisOk,
-          redis_durability: unmet ?? true,
-          kafka: kafkaOk,
-          accounts: String(all.length),
-          leading: String(loops.filter((h) => h.role === 'leader').length),
-          upstream_credentials_refused: refused.join(',') || 'none',
-        },
-      };
-    },
+    liveness: processLiveness(health),
+    readiness: processReadiness(health),
   });
 
   if (first.admin) {
@@ -203,6 +99,7 @@ export async function startApp(
         accounts: list,
         durability: () => durabilityMessage(durability.state()),
         logger,
+        clock: () => clock.now(),
       });
     } catch (err) {
       durability.stop();
@@ -234,6 +131,7 @@ export async function startApp(
     await ops.close();
     await redis.quit().catch(() => redis.disconnect());
   };
+  const firstBridge = accounts.get(first.account)!;
   return {
     accounts,
     loop: firstBridge.loop,
@@ -241,15 +139,90 @@ export async function startApp(
     ops,
     admin,
     allotment,
-    replica,
+    replica: parts.replica,
     stop,
   };
 }
 
-function roles(loops: readonly LoopHealth[]): Record<string, number> {
-  const count: Record<string, number> = { leader: 0, standby: 0, starting: 0 };
-  for (const h of loops) count[h.role] = (count[h.role] ?? 0) + 1;
-  return count;
+/**
+ * Refuses a REDIS_WAIT_REPLICAS no primary can meet (every write would wait for ever), by name, unless the
+ * operator chose to wait; else starts watching it.
+ */
+async function watchDurability(
+  redis: BridgeRedis,
+  connection: BridgeConfig['redis'],
+  logger: Logger,
+  clock: Clock,
+): Promise<DurabilityWatch> {
+  const durability = new DurabilityWatch(redis, connection, { logger, now: () => clock.now() });
+  if (connection.waitReplicas === 0) return durability;
+  let state = await durability.check();
+  // A topology started together with the bridge may still be attaching its replicas (Cluster gossip takes a
+  // moment): look again for a few seconds before refusing.
+  for (let attempt = 0; attempt < 5 && state.kind === 'missing' && !connection.waitForReplicas; attempt++) {
+    await clock.sleep(1_000);
+    state = await durability.check();
+  }
+  if (state.kind === 'missing' && !connection.waitForReplicas) {
+    redis.disconnect();
+    throw new ConfigError('REDIS_WAIT_REPLICAS', durabilityMessage(state)!);
+  }
+  durability.start();
+  return durability;
+}
+
+/** What a process is made of before anything starts: its accounts, the allotment, the Kafka probe, tracing. */
+interface AppParts {
+  /** Whether the process runs one account, which keeps the process metrics and readiness under its own name. */
+  only: boolean;
+  processRegistry: Registry;
+  replica: string;
+  tracing: ReturnType<typeof startTracing>;
+  allotment: Allotment;
+  accounts: Map<string, AccountBridge>;
+  kafka: KafkaProbe;
+}
+
+/** Builds the parts of a process over its one Redis connection; nothing connects or starts yet but tracing. */
+function buildParts(list: readonly BridgeConfig[], redis: BridgeRedis, logger: Logger, options: AppOptions): AppParts {
+  const first = list[0]!;
+  // The only account of a process keeps its process metrics and readiness under its own name (dashboards and
+  // probes of one-account deployments read them so); several accounts share the process's.
+  const only = list.length === 1;
+  const processRegistry = new Registry();
+  const replica = replicaId();
+  const tracing = startTracing(first.tracing, logger);
+  // The registry and the leases carry one replica id, so `status` can tell which replica leads which account.
+  const allotment = new Allotment(replicaRegistry(redis, first.redis.keyPrefix), {
+    replica,
+    accounts: list.length,
+    ttlMs: Math.max(...list.map((c) => c.lease.ttlMs)),
+    logger,
+    ...(options.clock ? { sleep: options.clock.sleep } : {}),
+  });
+  const gate = connectGate();
+  const startSlots = new StartSlots(first.leadership.startConcurrency);
+  const accounts = new Map<string, AccountBridge>();
+  for (const config of list) {
+    const bridge = new AccountBridge(
+      config,
+      {
+        redis,
+        replica,
+        logger: only ? logger : logger.child({ account: config.account }),
+        processMetrics: only,
+        gate: (lease, account) => allotment.gate(lease, account),
+        connectGate: gate,
+        startSlots,
+        tracer: tracing.tracer,
+      },
+      options,
+    );
+    accounts.set(config.account, bridge);
+  }
+  if (!only) collectDefaultMetrics({ register: processRegistry });
+  fleetGauges(processRegistry, allotment);
+  return { only, processRegistry, replica, tracing, allotment, accounts, kafka: new KafkaProbe(first.kafka, logger) };
 }
 
 /** The fleet's own gauges, read at scrape time. */
@@ -278,20 +251,4 @@ function fleetGauges(registry: Registry, allotment: Allotment): void {
       this.set(allotment.held());
     },
   });
-}
-
-/** Caches a boolean health check for `ttlMs` so probes stay cheap. */
-function cache(defaultTtlMs = 5_000) {
-  const entries = new Map<string, { at: number; ok: boolean; ttl: number }>();
-  return async (name: string, check: () => Promise<unknown>, ttlMs = defaultTtlMs): Promise<boolean> => {
-    const hit = entries.get(name);
-    if (hit && Date.now() - hit.at < hit.ttl) return hit.ok;
-    const ok = await check().then(
-      () => true,
-      () => false,
-    );
-    // A failure is re-checked sooner than a success so that readiness recovers quickly.
-    entries.set(name, { at: Date.now(), ok, ttl: ok ? ttlMs : Math.min(ttlMs, 2_000) });
-    return ok;
-  };
 }

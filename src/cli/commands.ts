@@ -16,7 +16,7 @@ import { KafkaPublisher } from '../kafka/publisher.js';
 import { newResyncRequest, parseResyncArgs, UsageError } from '../core/resync-request.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
-import { sleep } from '../core/clock.js';
+import { systemClock, type Clock } from '../core/clock.js';
 
 // The commands: `run` (the service), `sweep` (one full pass now), `status`, `pause` / `resume`, `resync`,
 // `simulate` (the upstream stand-in).
@@ -50,7 +50,13 @@ async function run({ accounts, file }: AccountsConfig): Promise<void> {
   logger.info(
     file === null
       ? { ops: app.ops.url, upstream: config.upstream.baseUrl, brokers: config.kafka.brokers, ...runtime }
-      : { ops: app.ops.url, accounts: accounts.length, replica: app.replica, brokers: config.kafka.brokers, ...runtime },
+      : {
+          ops: app.ops.url,
+          accounts: accounts.length,
+          replica: app.replica,
+          brokers: config.kafka.brokers,
+          ...runtime,
+        },
     'bridge started',
   );
   let stopping = false;
@@ -84,14 +90,14 @@ async function run({ accounts, file }: AccountsConfig): Promise<void> {
 const POLL_STATUS_MS = 1_000;
 
 /** Whether Redis can meet REDIS_WAIT_REPLICAS now, as one line (null: it can). */
-async function redisDurability(redis: BridgeRedis, config: BridgeConfig): Promise<string | null> {
+async function redisDurability(redis: BridgeRedis, config: BridgeConfig, clock: Clock): Promise<string | null> {
   const primaries = await probeReplicas(redis, config.redis.target).catch(() => null);
   if (!primaries) return 'Redis replicas unknown: the probe failed';
-  return durabilityMessage(decideDurability(config.redis.waitReplicas, primaries, { kind: 'ok' }, Date.now()));
+  return durabilityMessage(decideDurability(config.redis.waitReplicas, primaries, { kind: 'ok' }, clock.now()));
 }
 
 /** The progress of the running sweep or initial load from the checkpoint, estimated against the snapshot size. */
-async function sweepProgress(store: SnapshotStore, now = Date.now()): Promise<Progress | null> {
+async function sweepProgress(store: SnapshotStore, now: number): Promise<Progress | null> {
   const [checkpoint, size] = await Promise.all([store.checkpoint(), store.size()]);
   if (!checkpoint.sweep) return null;
   return progressOf({ seen: checkpoint.sweep.seen, estimatedTotal: size, startedAt: checkpoint.sweep.startedAt, now });
@@ -101,20 +107,25 @@ async function sweepProgress(store: SnapshotStore, now = Date.now()): Promise<Pr
  * Follows a sweep the leader runs on request until one completes after the request (the request taken, no sweep
  * in progress, and the last completed sweep newer than the request).
  */
-async function followRequestedSweep(store: SnapshotStore, requestedAt: number, reporter: ProgressReporter) {
+async function followRequestedSweep(
+  store: SnapshotStore,
+  requestedAt: number,
+  reporter: ProgressReporter,
+  clock: Clock,
+) {
   let last: Progress = progressOf({ seen: 0, estimatedTotal: null, startedAt: requestedAt, now: requestedAt });
   for (;;) {
     const [checkpoint, pending] = await Promise.all([store.checkpoint(), store.sweepRequested()]);
     if (!pending && !checkpoint.sweep && (checkpoint.lastSweepAt ?? 0) >= requestedAt) break;
-    const progress = await sweepProgress(store);
+    const progress = await sweepProgress(store, clock.now());
     if (progress) reporter.update((last = progress));
-    await sleep(POLL_STATUS_MS);
+    await clock.sleep(POLL_STATUS_MS);
   }
   reporter.done({ ...last, fraction: 1, etaSeconds: 0 }, 'completed');
   return store.checkpoint();
 }
 
-async function sweep(config: BridgeConfig, args: string[]): Promise<void> {
+async function sweep(config: BridgeConfig, args: string[], clock: Clock): Promise<void> {
   const wait = args.includes('--wait');
   const unknown = args.filter((a) => a !== '--wait');
   if (unknown.length > 0)
@@ -124,13 +135,13 @@ async function sweep(config: BridgeConfig, args: string[]): Promise<void> {
   const reporter = new ProgressReporter(process.stderr, 'sweep');
   try {
     if (await leaseHolder(redis, keys)) {
-      const requestedAt = Date.now();
-      await store.requestSweep();
+      const requestedAt = clock.now();
+      await store.requestSweep(requestedAt);
       if (!wait) {
         console.log(JSON.stringify({ requested: true, note: 'the leading replica starts the sweep at its next tick' }));
         return;
       }
-      const checkpoint = await followRequestedSweep(store, requestedAt, reporter);
+      const checkpoint = await followRequestedSweep(store, requestedAt, reporter, clock);
       const iso = checkpoint.lastSweepAt === null ? null : new Date(checkpoint.lastSweepAt).toISOString();
       console.log(JSON.stringify({ requested: true, completed: true, lastSweepAt: iso }));
       return;
@@ -139,14 +150,14 @@ async function sweep(config: BridgeConfig, args: string[]): Promise<void> {
       let progress: Progress | null = null;
       const run = await passes.fullScan(epoch, signal, async () => {
         if (!wait) return;
-        progress = (await sweepProgress(leaderStore)) ?? progress;
+        progress = (await sweepProgress(leaderStore, clock.now())) ?? progress;
         if (progress) reporter.update(progress);
       });
       if (wait && progress) reporter.done({ ...(progress as Progress), fraction: 1, etaSeconds: 0 }, 'completed');
       console.log(JSON.stringify({ completed: true, kind: run.type, ...run.summary }));
     });
     if (!done) {
-      await store.requestSweep();
+      await store.requestSweep(clock.now());
       console.log(JSON.stringify({ requested: true }));
     }
   } finally {
@@ -210,12 +221,12 @@ async function leadOnce(
  * `restore`: rebuilds the account's Redis snapshot and checkpoint from the Kafka changelog. With a leader
  * running, it is asked through Redis (it restores between passes); without one, this command does it.
  */
-async function restore(config: BridgeConfig): Promise<void> {
+async function restore(config: BridgeConfig, clock: Clock): Promise<void> {
   const logger = createLogger(config.logLevel, { account: config.account, command: 'restore' });
   const { redis, store, keys } = redisFromConfig(config);
   try {
     if (await leaseHolder(redis, keys)) {
-      await store.requestRestore();
+      await store.requestRestore(clock.now());
       console.log(JSON.stringify({ requested: true, note: 'the leading replica restores at its next tick' }));
       return;
     }
@@ -231,7 +242,7 @@ async function restore(config: BridgeConfig): Promise<void> {
       { forceRestore: true },
     );
     if (!done) {
-      await store.requestRestore();
+      await store.requestRestore(clock.now());
       console.log(JSON.stringify({ requested: true }));
     }
   } finally {
@@ -251,27 +262,27 @@ async function overview(accounts: readonly BridgeConfig[]): Promise<void> {
   }
 }
 
-async function status(config: BridgeConfig): Promise<void> {
+async function status(config: BridgeConfig, clock: Clock): Promise<void> {
   const { redis } = redisFromConfig(config);
   try {
-    const durability = await redisDurability(redis, config);
+    const durability = await redisDurability(redis, config, clock);
     // Reads the replicas have not confirmed rather than none: status must say why the bridge waits, not wait too.
     if (durability !== null) redis.durability.replicas = 0;
     const ref = { account: config.account, keyPrefix: config.redis.keyPrefix };
-    console.log(JSON.stringify(await readAccountStatus(redis, ref, durability), null, 2));
+    console.log(JSON.stringify(await readAccountStatus(redis, ref, durability, () => clock.now()), null, 2));
   } finally {
     await redis.quit();
   }
 }
 
-async function pause(config: BridgeConfig, resume: boolean): Promise<void> {
+async function pause(config: BridgeConfig, resume: boolean, clock: Clock): Promise<void> {
   const { redis, store } = redisFromConfig(config);
   try {
     if (resume) {
       const wasPaused = await store.resume();
       console.log(JSON.stringify({ paused: false, wasPaused, note: 'polling continues from the watermark' }));
     } else {
-      await store.pause();
+      await store.pause(clock.now());
       const since = await store.pausedSince();
       console.log(
         JSON.stringify({
@@ -286,11 +297,11 @@ async function pause(config: BridgeConfig, resume: boolean): Promise<void> {
   }
 }
 
-async function resync(config: BridgeConfig, args: string[]): Promise<void> {
-  const { scope, wait } = parseResyncArgs(args);
+async function resync(config: BridgeConfig, args: string[], clock: Clock): Promise<void> {
+  const { scope, wait } = parseResyncArgs(args, clock.now());
   const { redis, store } = redisFromConfig(config);
   try {
-    const request = newResyncRequest(scope);
+    const request = newResyncRequest(scope, clock.now());
     await store.requestResync(request);
     console.log(JSON.stringify({ requested: true, id: request.id, scope }));
     if (!wait) return;
@@ -298,14 +309,14 @@ async function resync(config: BridgeConfig, args: string[]): Promise<void> {
     for (;;) {
       const pass = await store.passProgress();
       if (pass && pass.requestId === request.id) {
-        const progress = progressOf({ ...pass, now: pass.finishedAt ?? Date.now() });
+        const progress = progressOf({ ...pass, now: pass.finishedAt ?? clock.now() });
         if (pass.finishedAt !== null) {
           reporter.done(progress, 'completed');
           return;
         }
         reporter.update(progress);
       }
-      await sleep(POLL_STATUS_MS);
+      await clock.sleep(POLL_STATUS_MS);
     }
   } finally {
     await redis.quit();
@@ -334,8 +345,8 @@ export function chooseAccount({ accounts, file }: AccountsConfig, account: strin
   return found;
 }
 
-/** Entry point of the `reviews-bridge` command. */
-export async function main(argv: string[]): Promise<void> {
+/** Entry point of the `reviews-bridge` command; `clock` times its requests and waits (tests pass a fake). */
+export async function main(argv: string[], clock: Clock = systemClock): Promise<void> {
   const [command, ...rest] = argv;
   if (command === 'simulate') {
     const { runSimulatorCli } = await import('../simulator/index.js');
@@ -368,11 +379,11 @@ export async function main(argv: string[]): Promise<void> {
       return;
     }
     const config = chooseAccount(loaded, account);
-    if (command === 'sweep') await sweep(config, args);
-    else if (command === 'pause' || command === 'resume') await pause(config, command === 'resume');
-    else if (command === 'resync') await resync(config, args);
-    else if (command === 'restore') await restore(config);
-    else await status(config);
+    if (command === 'sweep') await sweep(config, args, clock);
+    else if (command === 'pause' || command === 'resume') await pause(config, command === 'resume', clock);
+    else if (command === 'resync') await resync(config, args, clock);
+    else if (command === 'restore') await restore(config, clock);
+    else await status(config, clock);
   } catch (err) {
     // Bad arguments, or a setting the environment cannot meet (found at start-up, e.g. REDIS_WAIT_REPLICAS): one
     // line, exit 2.

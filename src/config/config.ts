@@ -573,34 +573,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.REDIS_SENTINEL_USERNAME && !sentinelPassword) {
     throw new ConfigError('REDIS_SENTINEL_PASSWORD', 'required when REDIS_SENTINEL_USERNAME is set (or its _FILE)');
   }
-  // A name may carry {account}: a topic per account (see "Accounts and topics" in docs/operations.md).
-  const topic = (setting: keyof Env & `KAFKA_TOPIC_${string}`): string => {
-    const name = String(e[setting]).replaceAll('{account}', e.BRIDGE_ACCOUNT);
-    if (!/^[A-Za-z0-9._-]{1,249}$/.test(name)) {
-      throw new ConfigError(setting, 'a Kafka topic name: letters, digits, . _ - only (and {account}), at most 249');
-    }
-    return name;
-  };
-  const topics = {
-    created: topic('KAFKA_TOPIC_CREATED'),
-    statusChanged: topic('KAFKA_TOPIC_STATUS_CHANGED'),
-    updated: topic('KAFKA_TOPIC_UPDATED'),
-    deadLetter: topic('KAFKA_TOPIC_DEAD_LETTER'),
-    state: topic('KAFKA_TOPIC_STATE'),
-    deleted: topic('KAFKA_TOPIC_DELETED'),
-    heartbeat: topic('KAFKA_TOPIC_HEARTBEAT'),
-    changelog: topic('KAFKA_TOPIC_CHANGELOG'),
-  };
-  const names = Object.values(topics);
-  if (new Set(names.slice(0, 4)).size !== 4) {
-    throw new ConfigError('KAFKA_TOPIC_DEAD_LETTER', 'the four topic names must be distinct');
-  }
-  if (new Set(names).size !== names.length) {
-    throw new ConfigError(
-      'KAFKA_TOPIC_STATE',
-      'the state, deleted, heartbeat and changelog topics must differ from the others',
-    );
-  }
+  const topics = kafkaTopics(e);
   // The deprecated setting stands in for the interval only when the interval itself was not set.
   const pollIntervalMs = env.POLL_INTERVAL_MS ? e.POLL_INTERVAL_MS : (e.POLL_MIN_INTERVAL_MS ?? e.POLL_INTERVAL_MS);
   if (e.POLL_OVERLAP_MS < pollIntervalMs) {
@@ -675,6 +648,39 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     fingerprintKeyFile: fingerprintKeyFile(e),
     tracing: tracingConfig(e),
   };
+}
+
+/** The Kafka topic names, {account} replaced, each a valid name and the event topics distinct from the rest. */
+function kafkaTopics(e: Env): BridgeConfig['kafka']['topics'] {
+  // A name may carry {account}: a topic per account (see "Accounts and topics" in docs/operations.md).
+  const topic = (setting: keyof Env & `KAFKA_TOPIC_${string}`): string => {
+    const name = String(e[setting]).replaceAll('{account}', e.BRIDGE_ACCOUNT);
+    if (!/^[A-Za-z0-9._-]{1,249}$/.test(name)) {
+      throw new ConfigError(setting, 'a Kafka topic name: letters, digits, . _ - only (and {account}), at most 249');
+    }
+    return name;
+  };
+  const topics = {
+    created: topic('KAFKA_TOPIC_CREATED'),
+    statusChanged: topic('KAFKA_TOPIC_STATUS_CHANGED'),
+    updated: topic('KAFKA_TOPIC_UPDATED'),
+    deadLetter: topic('KAFKA_TOPIC_DEAD_LETTER'),
+    state: topic('KAFKA_TOPIC_STATE'),
+    deleted: topic('KAFKA_TOPIC_DELETED'),
+    heartbeat: topic('KAFKA_TOPIC_HEARTBEAT'),
+    changelog: topic('KAFKA_TOPIC_CHANGELOG'),
+  };
+  const names = Object.values(topics);
+  if (new Set(names.slice(0, 4)).size !== 4) {
+    throw new ConfigError('KAFKA_TOPIC_DEAD_LETTER', 'the four topic names must be distinct');
+  }
+  if (new Set(names).size !== names.length) {
+    throw new ConfigError(
+      'KAFKA_TOPIC_STATE',
+      'the state, deleted, heartbeat and changelog topics must differ from the others',
+    );
+  }
+  return topics;
 }
 
 /** Tracing is on with an OTLP exporter asked for or an endpoint set, unless the SDK is disabled. */

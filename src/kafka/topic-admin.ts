@@ -1,6 +1,7 @@
 import type { Admin, ConfigResourceTypes, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { BridgeConfig } from '../config/config.js';
+import { systemClock, type Clock } from '../core/clock.js';
 
 // Topic administration of the Kafka adapter, over one admin connection: creating the bridge's topics (replication,
 // compaction), reading the message limit they allow, the cluster id, and the readiness probe.
@@ -42,6 +43,8 @@ export class TopicAdmin {
     private readonly kafka: Kafka,
     private readonly config: BridgeConfig['kafka'],
     private readonly logger: Logger,
+    /** Times the wait for the new topics' leaders (tests pass a fake). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /**
@@ -96,7 +99,7 @@ export class TopicAdmin {
           configEntries: compacted.has(topic) ? [insync, { name: 'cleanup.policy', value: 'compact' }] : [insync],
         })),
       });
-      await awaitLeaders(admin, wanted);
+      await awaitLeaders(admin, wanted, this.clock);
       this.logger.info({ topics: wanted, replicationFactor, minInsyncReplicas }, 'created topics');
     }
   }
@@ -147,15 +150,15 @@ export class TopicAdmin {
 }
 
 /** Waits until every partition of the topics has a leader, as the metadata of any broker asked tells. */
-async function awaitLeaders(admin: Admin, topics: readonly string[]): Promise<void> {
-  const deadline = Date.now() + TOPIC_LEADERS_TIMEOUT_MS;
+async function awaitLeaders(admin: Admin, topics: readonly string[], clock: Clock): Promise<void> {
+  const deadline = clock.now() + TOPIC_LEADERS_TIMEOUT_MS;
   for (;;) {
     const ready = await admin
       .fetchTopicMetadata({ topics: [...topics] })
       .then((m) => m.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
       .catch(() => false);
     if (ready) return;
-    if (Date.now() > deadline) throw new Error(`new topics without a leader after ${TOPIC_LEADERS_TIMEOUT_MS} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    if (clock.now() > deadline) throw new Error(`new topics without a leader after ${TOPIC_LEADERS_TIMEOUT_MS} ms`);
+    await clock.sleep(200);
   }
 }

@@ -36,6 +36,8 @@ export interface OpsServerOptions {
   readinessCacheMs?: number;
   /** A readiness check slower than this counts as not ready (default 2000 ms). */
   readinessTimeoutMs?: number;
+  /** Times the reuse of a readiness result (default Date.now; tests pass a fake). */
+  now?: () => number;
 }
 
 /** A running ops server. */
@@ -51,13 +53,14 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer> {
   const cacheMs = opts.readinessCacheMs ?? 1000;
   const timeoutMs = opts.readinessTimeoutMs ?? 2000;
+  const now = opts.now ?? Date.now;
   let cached: { at: number; result: ReadinessResult } | null = null;
   let pending: Promise<ReadinessResult> | null = null;
 
   // Concurrent probes share one evaluation, and a slow one keeps being shared until it settles (probes that
   // time out must not pile up further checks); a throwing or hanging check is reported, never propagated.
   const readiness = (): Promise<ReadinessResult> => {
-    if (cached && Date.now() - cached.at < cacheMs) return Promise.resolve(cached.result);
+    if (cached && now() - cached.at < cacheMs) return Promise.resolve(cached.result);
     pending ??= Promise.resolve()
       .then(() => opts.readiness())
       .catch((err: unknown): ReadinessResult => {
@@ -65,7 +68,7 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
         return { ok: false, checks: { readiness: errorKind(err) } };
       })
       .then((result) => {
-        cached = { at: Date.now(), result };
+        cached = { at: now(), result };
         return result;
       })
       .finally(() => {

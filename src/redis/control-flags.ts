@@ -29,8 +29,8 @@ export class ControlFlags {
   }
 
   /** Asks the leader for a sweep now (from the CLI or an operator); not fenced, it is only a request. */
-  async requestSweep(): Promise<void> {
-    await this.redis.set(this.keys.sweepRequest, String(Date.now()));
+  async requestSweep(now = Date.now()): Promise<void> {
+    await this.redis.set(this.keys.sweepRequest, String(now));
   }
 
   /** Whether a sweep request is pending (not yet taken by the leader). */
@@ -44,8 +44,8 @@ export class ControlFlags {
   }
 
   /** Asks the leader for a full restore from the Kafka changelog (the `restore` command); only a request. */
-  async requestRestore(): Promise<void> {
-    await this.redis.set(this.keys.restoreRequest, String(Date.now()));
+  async requestRestore(now = Date.now()): Promise<void> {
+    await this.redis.set(this.keys.restoreRequest, String(now));
   }
 
   /** Whether a restore request is pending (not yet taken by the leader). */

@@ -54,10 +54,10 @@ export class SnapshotStore {
   pause: ControlFlags['pause'] = (...a) => this.control.pause(...a);
   resume: ControlFlags['resume'] = () => this.control.resume();
   pausedSince: ControlFlags['pausedSince'] = () => this.control.pausedSince();
-  requestSweep: ControlFlags['requestSweep'] = () => this.control.requestSweep();
+  requestSweep: ControlFlags['requestSweep'] = (...a) => this.control.requestSweep(...a);
   sweepRequested: ControlFlags['sweepRequested'] = () => this.control.sweepRequested();
   takeSweepRequest: ControlFlags['takeSweepRequest'] = () => this.control.takeSweepRequest();
-  requestRestore: ControlFlags['requestRestore'] = () => this.control.requestRestore();
+  requestRestore: ControlFlags['requestRestore'] = (...a) => this.control.requestRestore(...a);
   restoreRequested: ControlFlags['restoreRequested'] = () => this.control.restoreRequested();
   takeRestoreRequest: ControlFlags['takeRestoreRequest'] = () => this.control.takeRestoreRequest();
   requestResync: ControlFlags['requestResync'] = (...a) => this.control.requestResync(...a);

@@ -26,7 +26,7 @@ export type SimulatorHandler = (req: IncomingMessage, res: ServerResponse, url: 
 export function createSimulatorHandler(state: SimulatorState, control: SimulatorControl): SimulatorHandler {
   return (req, res, url) => {
     // The service's own clock (skewed on purpose in tests): what its Date headers say.
-    res.setHeader('Date', new Date(Date.now() + state.options.clockSkewMs).toUTCString());
+    res.setHeader('Date', new Date(state.now()).toUTCString());
     handle(state, control, req, res, url).catch(() => {
       // Aborted latency on close, or a bug: never leave a client hanging, never leak details.
       if (res.headersSent || state.closing.signal.aborted) res.destroy();

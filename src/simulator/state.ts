@@ -17,9 +17,16 @@ export class SimulatorState {
   /** Aborted on close so that requests waiting out injected latency stop at once. */
   readonly closing = new AbortController();
   private bucket: TokenBucket | null = null;
+  /** The service's own clock (skewed on purpose in tests): review dates and the Date headers. */
+  readonly now: () => number;
 
-  constructor(readonly options: ResolvedOptions) {
-    this.store = new ReviewStore(options.seed, options.reviewCount, () => Date.now() + options.clockSkewMs);
+  constructor(
+    readonly options: ResolvedOptions,
+    /** The machine's clock the service's is skewed from (default Date.now). */
+    clock: () => number = Date.now,
+  ) {
+    this.now = () => clock() + options.clockSkewMs;
+    this.store = new ReviewStore(options.seed, options.reviewCount, this.now);
     this.tokens = new TokenRegistry(
       [
         { id: options.clientId, secret: options.clientSecret, scope: 'reviews' },

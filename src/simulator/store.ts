@@ -1,3 +1,4 @@
+import { ChangeLog, lowerBound } from './change-log.js';
 import { BASE_EPOCH_MS, baseUpdatedDate, generateBaseReview, generateNewReview, type SimRecord } from './data.js';
 
 // The review store: generated base reviews plus an overlay of the ones a test created or changed. Every move of an
@@ -52,22 +53,19 @@ export class ReviewStore {
   private readonly overlay = new Map<number, SimRecord>();
   // Reviews removed upstream: skipped by every listing; their ids are never reused.
   private readonly removed = new Set<number>();
-  // The change log: parallel arrays, stamps non-decreasing, one entry per updated_date move.
-  private readonly logIds: number[] = [];
-  private readonly logStamps: number[] = [];
-  private lastStamp = 0;
+  // Every updated_date move, in stamp order (change-log.ts).
+  private readonly changes: ChangeLog;
   private maxId: number;
   // updated_date of every base review by id, computed on the first query that reaches into the base period.
   private baseUpdated: Float64Array | null = null;
-  // Sorted candidate ids of the last incremental query, valid while the log has not grown.
-  private cache: { minUpdated: number; logLength: number; ids: number[] } | null = null;
 
   constructor(
     private readonly seed: number,
     private readonly baseCount: number,
-    private readonly clock: () => number = Date.now,
+    clock: () => number = Date.now,
   ) {
     this.maxId = baseCount;
+    this.changes = new ChangeLog(clock);
   }
 
   /** Number of reviews, which is also the highest id (ids are dense, nothing is deleted). */
@@ -85,11 +83,11 @@ export class ReviewStore {
   create(fields: Record<string, unknown> = {}): SimRecord {
     checkFields(fields, CREATE_FORBIDDEN);
     const id = this.maxId + 1;
-    const stamp = this.nextStamp(null);
+    const stamp = this.changes.nextStamp(null);
     const record = Object.assign(generateNewReview(this.seed, id, stamp), fields);
     this.maxId = id;
     this.overlay.set(id, record);
-    this.log(id, stamp);
+    this.changes.append(id, stamp);
     return { ...record };
   }
 
@@ -106,9 +104,9 @@ export class ReviewStore {
     }
     if (change.client !== undefined) record.client_publication_status = change.client;
     if (change.pwr !== undefined) record.pwr_publication_status = change.pwr;
-    const stamp = this.nextStamp(record.updated_date as number);
+    const stamp = this.changes.nextStamp(record.updated_date as number);
     record.updated_date = stamp;
-    this.log(id, stamp);
+    this.changes.append(id, stamp);
     return { ...record };
   }
 
@@ -125,7 +123,7 @@ export class ReviewStore {
     if (!this.exists(id)) throw new StoreError('not_found', `no review with id ${id}`);
     this.removed.add(id);
     this.overlay.delete(id);
-    this.cache = null;
+    this.changes.invalidate();
   }
 
   /** One page of the listing, in ascending id order. Records are shared: serialise, do not mutate. */
@@ -155,19 +153,6 @@ export class ReviewStore {
     return record;
   }
 
-  // Wall clock, but never behind the last stamp (keeps the log sorted) and strictly after the review's previous one.
-  private nextStamp(previous: number | null): number {
-    let stamp = Math.max(this.clock(), this.lastStamp);
-    if (previous !== null && stamp <= previous) stamp = previous + 1;
-    this.lastStamp = stamp;
-    return stamp;
-  }
-
-  private log(id: number, stamp: number): void {
-    this.logIds.push(id);
-    this.logStamps.push(stamp);
-  }
-
   private listAll(startId: number, limit: number): StorePage {
     const records: SimRecord[] = [];
     let id = startId;
@@ -178,28 +163,13 @@ export class ReviewStore {
   }
 
   private listFromLog(startId: number, limit: number, minUpdated: number): StorePage {
-    const ids = this.candidates(minUpdated);
+    const ids = this.changes.idsSince(minUpdated);
     let lo = lowerBound(ids.length, (i) => (ids[i] as number) >= startId);
     const records: SimRecord[] = [];
     for (; lo < ids.length && records.length < limit; lo++) {
       if (!this.removed.has(ids[lo] as number)) records.push(this.current(ids[lo] as number));
     }
     return { records, nextId: ids[lo] ?? null };
-  }
-
-  // Ids whose updated_date is >= minUpdated: since stamps only grow, exactly the ids logged at or after the bound.
-  private candidates(minUpdated: number): number[] {
-    const logLength = this.logIds.length;
-    if (this.cache !== null && this.cache.minUpdated === minUpdated && this.cache.logLength === logLength) {
-      return this.cache.ids;
-    }
-    const stamps = this.logStamps;
-    const first = lowerBound(logLength, (i) => (stamps[i] as number) >= minUpdated);
-    const unique = new Set<number>();
-    for (let i = first; i < logLength; i++) unique.add(this.logIds[i] as number);
-    const ids = [...unique].sort((a, b) => a - b);
-    this.cache = { minUpdated, logLength, ids };
-    return ids;
   }
 
   // A filter reaching into the base period: walk ids from the cursor and test each one's updated_date.
@@ -235,16 +205,4 @@ function checkFields(fields: Record<string, unknown>, forbidden: ReadonlySet<str
   for (const key of Object.keys(fields)) {
     if (forbidden.has(key)) throw new StoreError('invalid', `field ${key} cannot be set this way`);
   }
-}
-
-/** First index in [0, length) where the monotone predicate holds, or length. */
-function lowerBound(length: number, holds: (index: number) => boolean): number {
-  let lo = 0;
-  let hi = length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (holds(mid)) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
 }

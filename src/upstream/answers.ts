@@ -13,9 +13,13 @@ export interface AnswerContext {
   redact(): (string | null)[];
   /** Longest Retry-After honoured, seconds. */
   maxRetryAfterSeconds: number;
+  /** The wall clock (ms since the epoch) a Retry-After date is counted from; default Date.now. */
+  now?: () => number;
   /** A 503 or 429 with its Retry-After (seconds, or null) and when the throttled request was sent (limiter clock). */
   onThrottled(status: number, retryAfterSeconds: number | null, sentAt: number): void;
 }
+
+const wallNow = (context: AnswerContext): number => (context.now ?? Date.now)();
 
 /** One attempt's failure as an UpstreamError, from a non-2xx answer. */
 export function statusError(
@@ -30,7 +34,7 @@ export function statusError(
   const detail = res.body.length > 0 ? `: ${excerpt(res.body.toString('utf8'), [...context.redact(), sent])}` : '';
   const base = { endpoint, status, reason: `status_${status}` };
   if (status === 503 || status === 429) {
-    const retryAfter = parseRetryAfter(res.headers['retry-after'], Date.now(), context.maxRetryAfterSeconds);
+    const retryAfter = parseRetryAfter(res.headers['retry-after'], wallNow(context), context.maxRetryAfterSeconds);
     context.onThrottled(status, retryAfter, res.sentAt);
     const after = retryAfter === null ? '' : `, Retry-After ${retryAfter}s`;
     return new UpstreamError('throttled', `${what} throttled us (${status}${after})`, base);
@@ -46,7 +50,7 @@ export function statusError(
   }
   if (status === 202) {
     // Accepted, not ready: ask again later (after Retry-After when given, bounded like throttling).
-    const retryAfter = parseRetryAfter(res.headers['retry-after'], Date.now(), context.maxRetryAfterSeconds);
+    const retryAfter = parseRetryAfter(res.headers['retry-after'], wallNow(context), context.maxRetryAfterSeconds);
     const after = retryAfter === null ? '' : `, Retry-After ${retryAfter}s`;
     return new UpstreamError('not_ready', `${what} answered 202 (accepted, not ready yet${after})`, {
       ...base,

@@ -26,6 +26,8 @@ export interface UpstreamClientConfig {
     RateLimiterOptions,
     'decreaseFactor' | 'minRps' | 'recoveryDoublingSeconds' | 'increasePerSecond' | 'decreaseCooldownMs'
   >;
+  /** The wall clock (ms since the epoch) of the client's dates and the upstream time estimate; default Date.now. */
+  now?: () => number;
   /** `limit` per listing call, 1..100. Default 100. */
   pageSize?: number;
   /** Dotted path of the next-page cursor in the envelope; detected among common shapes when absent. */

@@ -45,11 +45,13 @@ export function createUpstreamClient(
   });
   const limiter = new RateLimiter({ ...config.limiter, rps: settings.rateLimitRps, burst: settings.rateLimitBurst });
   const clock = watchedClock(hooks, log);
+  const now = config.now ?? Date.now;
   const closing = new AbortController();
   let lastSecret: string | null = null;
   const answers: AnswerContext = {
     redact: () => [tokens.current(), lastSecret],
     maxRetryAfterSeconds: settings.maxRetryAfterSeconds,
+    now,
     onThrottled: (status, retryAfter, sentAt) => {
       limiter.throttled(retryAfter, sentAt);
       hooks.onThrottled?.(status, retryAfter);
@@ -57,7 +59,7 @@ export function createUpstreamClient(
   };
   const limiterPaused = (): boolean => limiter.state().pausedForMs > 0;
   const parts: OperationParts = {
-    send: createSender({ http, limiter, clock, hooks }),
+    send: createSender({ http, limiter, clock, hooks, now }),
     retry: new RetryPolicy({ maxRetries: settings.maxRetries, backoff, limiterPaused, hooks, log }),
     answers,
     hooks,
@@ -68,12 +70,12 @@ export function createUpstreamClient(
   const cursors = createCursorLocator(config.cursorPath, (path) =>
     log.info({ cursorPath: path }, 'detected the next-page cursor path of the listing'),
   );
-  const parsing = { cursors, limits: recordLimits, hooks, log };
+  const parsing = { cursors, limits: recordLimits, hooks, log, now };
   const { pageSize, updatedDateUnit } = settings;
   const fetchPage = pageFetcher({ ...parts, tokens, clock, parsing, pageSize, updatedDateUnit });
 
   return {
-    upstreamNow: () => clock.at(Date.now()),
+    upstreamNow: () => clock.at(now()),
     async *pages(options: ListOptions): AsyncGenerator<Page, void, void> {
       const linked = linkSignals(options.signal, closing.signal);
       try {

@@ -126,5 +126,5 @@ async function fetchPageOf(
   });
   const page = parsePage(envelope.json, envelope.records, describe, parts.parsing);
   // The end of the page's listing span: the answer is read and validated now.
-  return { cursor, fetchedAt, upstreamAt, receivedAt: Date.now(), ...page };
+  return { cursor, fetchedAt, upstreamAt, receivedAt: (parts.parsing.now ?? Date.now)(), ...page };
 }

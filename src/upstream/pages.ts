@@ -16,6 +16,8 @@ export interface PageParsing {
   limits: RecordLimits;
   hooks: UpstreamHooks;
   log: Logger;
+  /** The wall clock (ms since the epoch): the future bound of record dates, when a page was read; default Date.now. */
+  now?: () => number;
 }
 
 /** The parts of a page read from one listing answer. */
@@ -35,7 +37,10 @@ export function parsePage(json: unknown, records: unknown[], describe: string, p
     if (!(err instanceof CursorFormatError)) throw err;
     throw new UpstreamError('client', `${describe}: ${err.message}`, { endpoint: 'reviews', reason: 'cursor_format' });
   }
-  const { reviews, rejects } = validateRecords(records, parsing.hooks, { limits: parsing.limits });
+  const { reviews, rejects } = validateRecords(records, parsing.hooks, {
+    limits: parsing.limits,
+    ...(parsing.now ? { clock: parsing.now } : {}),
+  });
   if (rejects.length > 0) {
     parsing.log.warn(
       { rejects: rejects.map((r) => ({ id: r.id, reason: r.reason, detail: r.detail })) },

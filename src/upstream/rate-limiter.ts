@@ -1,12 +1,14 @@
 import type { RequestPriority } from '../core/domain.js';
 import { abortReason } from './retry.js';
 import { LimiterClosedError } from '../core/errors.js';
+import { AdaptiveRate, TokenBucket, type AdaptiveRateOptions } from './rate-budget.js';
 
 // A token bucket shared by every request the client sends (listing and token endpoint alike), because the
 // upstream counts them all against one 10 requests/s budget. It adapts: a throttled answer halves the rate (once
 // per window: answers to requests sent before the last decrease do not count again) and pauses until Retry-After;
 // the rate then climbs back gradually with time (doubling every 10 s by default, or additively if configured). Idle-cheap by construction: the refill is computed lazily from the clock
-// and a timer exists only while someone waits.
+// and a timer exists only while someone waits. The rate and the bucket are in src/upstream/rate-budget.ts; this
+// class keeps the waiting: the queues by priority and the one timer.
 
 /** Time source and timers, injectable so the limiter can be tested with a fake clock. */
 export interface Clock {
@@ -23,25 +25,9 @@ export const systemClock: Clock = {
 };
 
 /** Tuning of the limiter; only `rps` is required. */
-export interface RateLimiterOptions {
-  /** Target rate, requests per second (the rate it returns to after a throttle). */
-  rps: number;
+export interface RateLimiterOptions extends AdaptiveRateOptions {
   /** Bucket capacity in requests (fractions allowed: 1.4 lets a request follow 0.6 slots after the previous). */
   burst?: number;
-  /** Rate multiplier on a throttled answer. Default 0.5. */
-  decreaseFactor?: number;
-  /** Floor of the adapted rate. Default rps / 100 (at least 0.05). */
-  minRps?: number;
-  /**
-   * Recovery doubles the reduced rate every this many seconds, up to the target. Default 10. Scale-free: near
-   * the upstream's real limit it climbs as gently as an additive step would (about 7 % a second), yet a deep
-   * fall (a maintenance window of 503s halving the rate at every retry) recovers in about a minute.
-   */
-  recoveryDoublingSeconds?: number;
-  /** Strict AIMD instead: additive recovery of this many requests per second per second. */
-  increasePerSecond?: number;
-  /** Throttled answers within this window of a decrease do not decrease again. Default 0 (see `sentAt`). */
-  decreaseCooldownMs?: number;
   clock?: Clock;
 }
 
@@ -64,58 +50,27 @@ interface Waiter {
   detach(): void;
 }
 
-// Fraction of a token a late timer may carry over (about 10 ms at 9.5 requests/s).
-const LATE_TIMER_SLACK = 0.1;
-
 /** Re-exported from the one error model, where it is defined. */
 export { LimiterClosedError };
 
 /** Token-bucket limiter with priorities (incremental before sweep), AIMD adaptation and Retry-After pauses. */
 export class RateLimiter {
-  private readonly target: number;
-  private readonly burst: number;
-  private readonly factor: number;
-  private readonly floor: number;
-  private readonly fixedIncrease: number | null;
-  private readonly doublingMs: number;
-  private readonly cooldown: number;
+  private readonly rate: AdaptiveRate;
+  private readonly bucket: TokenBucket;
   private readonly clock: Clock;
-
-  private tokens: number;
-  private lastRefill: number;
-  private decreasedAt = Number.NEGATIVE_INFINITY;
-  // Recovery starts when a Retry-After pause ends: time spent paused says nothing about a higher rate being safe.
-  private recoverFrom = Number.NEGATIVE_INFINITY;
-  private rateAfterDecrease: number;
-  private pausedUntil = Number.NEGATIVE_INFINITY;
   private readonly queues: Record<RequestPriority, Waiter[]> = { incremental: [], sweep: [] };
   private timer: unknown = null;
   private closed = false;
 
   constructor(options: RateLimiterOptions) {
-    if (!(options.rps > 0) || !Number.isFinite(options.rps)) throw new RangeError('rps must be a positive number');
-    this.target = options.rps;
-    this.burst = Math.max(1, options.burst ?? 1);
-    this.factor = Math.min(0.99, Math.max(0.01, options.decreaseFactor ?? 0.5));
-    this.floor = Math.min(this.target, Math.max(0.05, options.minRps ?? this.target / 100));
-    this.fixedIncrease = options.increasePerSecond === undefined ? null : Math.max(0, options.increasePerSecond);
-    this.doublingMs = Math.max(100, (options.recoveryDoublingSeconds ?? 10) * 1000);
-    this.cooldown = Math.max(0, options.decreaseCooldownMs ?? 0);
+    this.rate = new AdaptiveRate(options);
     this.clock = options.clock ?? systemClock;
-    this.tokens = this.burst;
-    this.lastRefill = this.clock.now();
-    this.rateAfterDecrease = this.target;
+    this.bucket = new TokenBucket(Math.max(1, options.burst ?? 1), this.rate, this.clock.now());
   }
 
   /** Current (possibly reduced) rate in requests per second. */
   rateAt(now: number = this.clock.now()): number {
-    if (this.rateAfterDecrease >= this.target) return this.target;
-    const elapsed = Math.max(0, now - this.recoverFrom);
-    const recovered =
-      this.fixedIncrease === null
-        ? this.rateAfterDecrease * 2 ** (elapsed / this.doublingMs)
-        : this.rateAfterDecrease + (this.fixedIncrease * elapsed) / 1000;
-    return Math.min(this.target, recovered);
+    return this.rate.at(now);
   }
 
   /**
@@ -127,8 +82,8 @@ export class RateLimiter {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const now = this.clock.now();
     this.refill(now);
-    if (this.queues.incremental.length === 0 && this.queues.sweep.length === 0 && this.canSend(now)) {
-      this.tokens -= 1;
+    if (!this.queued() && this.bucket.canSend(now)) {
+      this.bucket.take();
       return Promise.resolve(0);
     }
     return new Promise<number>((resolve, reject) => {
@@ -164,17 +119,8 @@ export class RateLimiter {
   throttled(retryAfterSeconds: number | null, sentAt?: number): void {
     const now = this.clock.now();
     this.refill(now);
-    if (retryAfterSeconds !== null && retryAfterSeconds > 0) {
-      this.pausedUntil = Math.max(this.pausedUntil, now + retryAfterSeconds * 1000);
-      this.lastRefill = Math.max(this.lastRefill, this.pausedUntil);
-    }
-    const stale = sentAt !== undefined && sentAt < this.decreasedAt;
-    if (!stale && now - this.decreasedAt >= this.cooldown) {
-      this.rateAfterDecrease = Math.max(this.floor, this.rateAt(now) * this.factor);
-      this.decreasedAt = now;
-      this.recoverFrom = Math.max(now, this.pausedUntil);
-    }
-    this.tokens = Math.min(this.tokens, 0);
+    this.bucket.throttled(retryAfterSeconds !== null && retryAfterSeconds > 0 ? now + retryAfterSeconds * 1000 : null);
+    this.rate.throttled(now, sentAt, this.bucket.resumesAt());
     this.schedule();
   }
 
@@ -182,11 +128,11 @@ export class RateLimiter {
   state(): RateLimiterState {
     const now = this.clock.now();
     return {
-      configuredRps: this.target,
-      currentRps: this.rateAt(now),
+      configuredRps: this.rate.target,
+      currentRps: this.rate.at(now),
       queued: { incremental: this.queues.incremental.length, sweep: this.queues.sweep.length },
       timerArmed: this.timer !== null,
-      pausedForMs: Math.max(0, this.pausedUntil - now),
+      pausedForMs: Math.max(0, this.bucket.resumesAt() - now),
     };
   }
 
@@ -202,20 +148,12 @@ export class RateLimiter {
     }
   }
 
-  private canSend(now: number): boolean {
-    return now >= this.pausedUntil && this.tokens >= 1;
+  private queued(): boolean {
+    return this.queues.incremental.length + this.queues.sweep.length > 0;
   }
 
   private refill(now: number): void {
-    if (now <= this.lastRefill) return;
-    // Trapezoid over the interval: exact while the rate recovers linearly, which keeps the fake-clock tests exact.
-    const average = (this.rateAt(this.lastRefill) + this.rateAt(now)) / 2;
-    // While requests queue, a timer that fires late must not cost throughput: keep a sliver of the excess so the
-    // next wake-up comes that much sooner (the long-run rate stays exactly the target, bursts stay bounded).
-    const queued = this.queues.incremental.length + this.queues.sweep.length > 0;
-    const capacity = queued ? this.burst + LATE_TIMER_SLACK : this.burst;
-    this.tokens = Math.min(capacity, this.tokens + (average * (now - this.lastRefill)) / 1000);
-    this.lastRefill = now;
+    this.bucket.refill(now, this.queued());
   }
 
   private next(): Waiter | undefined {
@@ -226,10 +164,10 @@ export class RateLimiter {
     this.timer = null;
     const now = this.clock.now();
     this.refill(now);
-    while (this.canSend(now)) {
+    while (this.bucket.canSend(now)) {
       const waiter = this.next();
       if (!waiter) break;
-      this.tokens -= 1;
+      this.bucket.take();
       waiter.detach();
       waiter.resolve(now - waiter.enqueuedAt);
     }
@@ -239,14 +177,11 @@ export class RateLimiter {
   /** Arms one timer for the moment the next waiter can go, or none when nobody waits. */
   private schedule(): void {
     this.disarm();
-    if (this.closed || (this.queues.incremental.length === 0 && this.queues.sweep.length === 0)) return;
+    if (this.closed || !this.queued()) return;
     const now = this.clock.now();
     this.refill(now);
-    const start = Math.max(now, this.pausedUntil, this.lastRefill);
-    const deficit = Math.max(0, 1 - this.tokens);
-    const delay = Math.max(0, start - now) + (deficit * 1000) / this.rateAt(start);
     // Round up so that the timer never fires a hair early and re-arms itself for a fraction of a millisecond.
-    this.timer = this.clock.setTimer(() => this.pump(), Math.ceil(delay));
+    this.timer = this.clock.setTimer(() => this.pump(), Math.ceil(this.bucket.msToNextToken(now)));
   }
 
   private disarm(): void {

@@ -68,20 +68,22 @@ export interface SenderParts {
   limiter: RateLimiter;
   clock: UpstreamClock;
   hooks: UpstreamHooks;
+  /** The wall clock (ms since the epoch) of the upstream clock's samples; default Date.now. */
+  now?: () => number;
 }
 
 /** The client's one way to send: waits for a limiter slot, times the request and samples the `Date` header. */
-export function createSender({ http, limiter, clock, hooks }: SenderParts): Sender {
+export function createSender({ http, limiter, clock, hooks, now = Date.now }: SenderParts): Sender {
   return async (req, kind) => {
     const waited = await limiter.acquire(kind, req.signal);
     hooks.onLimiterWait?.(kind, waited / 1000);
     const sentAt = limiter.now();
-    const sentAtWall = Date.now();
+    const sentAtWall = now();
     const started = performance.now();
     try {
       const res = await http.request(req);
       hooks.onRequest?.(req.endpoint, res.status, (performance.now() - started) / 1000);
-      clock.sample(res.headers.date, sentAtWall, Date.now());
+      clock.sample(res.headers.date, sentAtWall, now());
       return { ...res, sentAt, sentAtWall };
     } catch (err) {
       if (err instanceof UpstreamError) hooks.onRequest?.(req.endpoint, 0, (performance.now() - started) / 1000);

@@ -1,0 +1,70 @@
+import type { PassType } from '../core/domain.js';
+import type { Instruments } from './metric-definitions.js';
+import { PASS_OUTCOMES, passLabel, type PassOutcome } from './metric-labels.js';
+
+// The recorders of how the passes go (outcomes, durations, progress), restores, deletions, the pause flag and
+// leadership: what the loop and the passes report, apart from what the pages they commit produce (BridgeMetrics).
+
+/** Recorders of passes, restores, deletions, pause and leadership; BridgeMetrics provides the instruments. */
+export abstract class PassRecorders {
+  /** The instruments of the registry, created by the subclass. */
+  protected abstract readonly m: Instruments;
+
+  /** Counts a restore from the Kafka changelog, its entries and duration. */
+  restoreFinished(kind: 'full' | 'tail', entries: number, seconds: number): void {
+    this.m.restores.inc({ kind });
+    if (entries > 0) this.m.restoreEntries.inc({ kind }, entries);
+    if (Number.isFinite(seconds) && seconds >= 0) this.m.restoreDuration.observe({ kind }, seconds);
+  }
+
+  /** Counts a finished pass and observes its duration. */
+  passFinished(pass: PassType, outcome: PassOutcome, seconds: number): void {
+    const p = passLabel(pass);
+    this.m.passes.inc({ pass: p, outcome: PASS_OUTCOMES.includes(outcome) ? outcome : 'error' });
+    if (Number.isFinite(seconds) && seconds >= 0) this.m.passDuration.observe({ pass: p }, seconds);
+  }
+
+  /** Reports progress of the reconciliation sweep (or initial load). */
+  sweepProgress(reviewsSeen: number, running: boolean): void {
+    this.m.sweepSeen.set(reviewsSeen);
+    this.m.sweepRunning.set(running ? 1 : 0);
+  }
+
+  /** Counts reviews found deleted upstream (after their review.deleted events were acknowledged). */
+  reviewsDeleted(n: number): void {
+    if (n > 0) this.m.reviewsDeletedTotal.inc(n);
+  }
+
+  /** Counts a sweep whose deletions the guard refused (the refused-deletion alert watches it). */
+  deletionRefused(): void {
+    this.m.deletionsRefused.inc();
+  }
+
+  /** Counts a complete sweep whose deletion detection was deferred, by reason. */
+  deletionDeferred(reason: string): void {
+    this.m.deletionDeferredTotal.inc({ reason });
+  }
+
+  /** Reports how many complete sweeps in a row deferred deletion detection (the deferral alert watches it). */
+  setDeletionDeferredSweeps(n: number): void {
+    this.m.deletionDeferredSweeps.set(n);
+  }
+
+  /** Reports whether the operator pause flag is set. */
+  setPaused(paused: boolean): void {
+    this.m.paused.set(paused ? 1 : 0);
+  }
+
+  /** Reports the fraction done of a running sweep or resync; null removes the series (nothing running). */
+  passProgress(pass: PassType | 'resync', fraction: number | null): void {
+    const label = pass === 'resync' ? 'resync' : passLabel(pass);
+    if (fraction === null || !Number.isFinite(fraction)) this.m.progressRatio.remove({ pass: label });
+    else this.m.progressRatio.set({ pass: label }, Math.min(1, Math.max(0, fraction)));
+  }
+
+  /** Reports this replica's role and the lease epoch. */
+  setLeadership(state: 'leader' | 'standby', epoch: number): void {
+    this.m.leader.set(state === 'leader' ? 1 : 0);
+    this.m.leaseEpoch.set(epoch);
+  }
+}
