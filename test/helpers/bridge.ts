@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import { pino, type Logger } from 'pino';
 import { onTestFinished } from 'vitest';
 import { createLogger } from '../../src/ops/logger.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
@@ -200,6 +200,16 @@ export async function upstreamRequests(
     },
     { timeoutMs, what: `${count} upstream requests after the first ${from}`, intervalMs: 20 },
   );
+}
+
+/** A logger that keeps the bridge's log lines (parsed) in memory: for a test that waits for what the bridge says. */
+export function capturedLogger(level = 'info'): { logger: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino(
+    { level },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
+  return { logger, lines };
 }
 
 /** Asks for a sweep and waits until it has completed. */
