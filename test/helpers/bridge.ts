@@ -161,8 +161,9 @@ export async function pollsCommitted(
 
 /**
  * Waits until the bridge has published `count` heartbeats saying it is paused, sent after `after` (ms; set
- * HEARTBEAT_INTERVAL_MS to the poll interval or shorter): each is a turn of the paused leader's loop, which looked at the pause flag and sent no
- * upstream request. What a test that shows "no request while paused" watches for, instead of a time.
+ * HEARTBEAT_INTERVAL_MS to the poll interval or shorter): each is a turn of the paused leader's loop, which looked
+ * at the pause flag and sent no upstream request. What a test that shows "no request while paused" watches for,
+ * instead of a time.
  */
 export async function pausedHeartbeats(
   b: TestBridge,

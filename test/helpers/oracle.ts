@@ -365,6 +365,8 @@ export class Oracle {
       stats.steps += 1;
       stats.byKind[kind] = (stats.byKind[kind] ?? 0) + 1;
       await options.onStep?.(stats.steps, kind);
+      // fixed wait: the history's own pace (a seeded random pause between steps), the fault suite's load; no test
+      // synchronises on it.
       await sleep(intBetween(this.random, minPause, maxPause));
     }
     stats.statusChanges = this.changes.length - changesBefore;
