@@ -9,7 +9,14 @@ import { startApp, type App } from '../../src/app/app.js';
 import { loadConfig } from '../../src/config/config.js';
 import type { AccountStatus } from '../../src/core/account-status.js';
 import { SAFE_LOG_OPTIONS } from '../../src/ops/logger.js';
-import { eventually, simulatorForTest, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
+import {
+  eventually,
+  pausedHeartbeats,
+  simulatorForTest,
+  startTestBridge,
+  testEnv,
+  type TestBridge,
+} from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';
 
 // The admin HTTP API of issue 21 against a running bridge (real Kafka, real Redis, the simulator): authentication
@@ -221,6 +228,7 @@ describe('admin API', () => {
       POLL_INTERVAL_MS: String(pollIntervalMs),
       UPSTREAM_PAGE_SIZE: '50',
       INITIAL_LOAD_MODE: 'suppress',
+      HEARTBEAT_INTERVAL_MS: String(pollIntervalMs),
     });
     const account = env.BRIDGE_ACCOUNT!;
     const first: TestBridge = await startTestBridge(env);
@@ -248,12 +256,10 @@ describe('admin API', () => {
     const to = sim.control.get(7)!.client_publication_status === 'REJECTED' ? 'APPROVED' : 'REJECTED';
     sim.control.setStatus(7, { client: to });
     const created = sim.control.createReview() as { id: number };
-    // Three poll intervals with no request at all (the window is the assertion, not a wait for something).
-    const quietUntil = Date.now() + 3 * pollIntervalMs;
-    while (Date.now() < quietUntil) {
-      expect(sim.control.stats().requests).toBe(atPause);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // No request at all over three turns of the paused leader's loop (each a poll interval, each sending a
+    // heartbeat that says paused), all after the changes above.
+    await pausedHeartbeats(first, 3);
+    expect(sim.control.stats().requests).toBe(atPause);
     const whilePaused = await statusOf(base, account);
     expect(whilePaused).toMatchObject({ paused: true });
     expect(Date.parse(whilePaused.pausedSince!)).toBeGreaterThanOrEqual(requestedAt - 1_000);

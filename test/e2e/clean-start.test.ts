@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/index.js';
-import { testEnv } from '../helpers/bridge.js';
+import { testEnv, upstreamRequests } from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';
 import { runDir, spawnBridge, waitFor, type Child } from '../helpers/processes.js';
 import { startOtlpReceiver } from '../helpers/otlp-receiver.js';
@@ -35,9 +35,9 @@ describe('a clean start on Node 24', () => {
       'the initial load to be published',
       500,
     );
-    // Kept: the warnings looked for come from kafkajs timers of an idle client; only watching the idle process for a
-    // while (a few polls) can show there are none.
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // The warnings looked for come from kafkajs timers of an idle client: the idle process is watched over its own
+    // polls (six upstream requests after the load, a poll every 500 ms), not a time.
+    await upstreamRequests(sim, 6);
     const exit = await child.stop(20_000);
     expect(exit.code).toBe(0);
     const output = readFileSync(log, 'utf8');
@@ -65,7 +65,8 @@ describe('a clean start on Node 24', () => {
       'the initial load span to reach the receiver',
       500,
     );
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // As above: six polls of the idle process (with their spans).
+    await upstreamRequests(sim, 6);
     const exit = await child.stop(20_000);
     expect(exit.code).toBe(0);
     const output = readFileSync(log, 'utf8');

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/index.js';
 import { accountKeys } from '../../src/redis/connection.js';
-import { startTestBridge, testEnv } from '../helpers/bridge.js';
+import { startTestBridge, testEnv, upstreamRequests } from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';
 import { waitFor } from '../helpers/processes.js';
 import { newRedis } from '../helpers/services.js';
@@ -55,10 +55,11 @@ describe('upstream clock skew', () => {
         'the initial load to be under way',
         50,
       );
-      // The history's schedule: changes spread over the load (and below, over the polls), not a wait for the bridge.
+      // The history's schedule: changes spread over the load's pages (two per upstream request), and below over
+      // the polls (five per request).
       for (let id = 1; id <= 20; id++) {
         change(id * 10);
-        await new Promise((r) => setTimeout(r, 50));
+        if (id % 2 === 0) await upstreamRequests(sim, 1);
       }
       await waitFor(
         async () => ((await redis.hget(keys.checkpoint, 'initial_done')) === '1' ? true : undefined),
@@ -67,7 +68,7 @@ describe('upstream clock skew', () => {
       );
       for (let id = 1; id <= 20; id++) {
         change(1000 + id * 7);
-        await new Promise((r) => setTimeout(r, 100));
+        if (id % 5 === 0) await upstreamRequests(sim, 1);
       }
 
       // Every change arrives as a status_changed event with its final status; no sweep ran.

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ReviewDeletedEvent, ReviewHeartbeatEvent } from '../../src/core/events.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { eventually, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
+import { eventually, pausedHeartbeats, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';
 import { schemaErrors } from '../helpers/schemas.js';
 
@@ -71,7 +71,7 @@ describe('feed for consumers', () => {
   });
 
   it('pause stops upstream traffic within a poll interval; resume goes on with nothing lost', async () => {
-    const { sim, b } = await setup(100);
+    const { sim, b } = await setup(100, { HEARTBEAT_INTERVAL_MS: '1000' });
     await b.store.pause();
     await eventually(
       async () =>
@@ -82,8 +82,9 @@ describe('feed for consumers', () => {
     const before = sim.control.stats().requests;
     const to = sim.control.get(7)!.client_publication_status === 'REJECTED' ? 'APPROVED' : 'REJECTED';
     sim.control.setStatus(7, { client: to });
-    // Kept: an absence (no request while paused) can only be shown by watching for a while; a few poll intervals.
-    await new Promise((r) => setTimeout(r, 2_000));
+    // An absence (no request while paused) is shown over turns of the paused leader's loop: three heartbeats sent
+    // after the status change above that say paused (one a second at most; the paused loop looks every 500 ms).
+    await pausedHeartbeats(b, 3);
     expect(sim.control.stats().requests).toBe(before);
     expect(await b.app.metrics.registry.metrics()).toMatch(/^reviews_bridge_paused\{[^}]*\} 1$/m);
     await b.store.resume();

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import { pino, type Logger } from 'pino';
 import { onTestFinished } from 'vitest';
 import { createLogger } from '../../src/ops/logger.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
@@ -6,7 +6,10 @@ import { startApp, type App, type AppOptions } from '../../src/app/app.js';
 import { loadConfig, type BridgeConfig } from '../../src/config/config.js';
 import { accountKeys, connectRedisFromConfig } from '../../src/redis/connection.js';
 import { SnapshotStore } from '../../src/redis/snapshot-store.js';
+import type { ReviewHeartbeatEvent } from '../../src/core/events.js';
+import { readAll } from './kafka.js';
 import { bridgeRedisEnv, kafkaBrokers, uniqueName } from './services.js';
+import { pollUntil } from './wait.js';
 
 /** A bridge running in the test process against the shared Kafka and Redis, with its own account and topics. */
 export interface TestBridge {
@@ -106,14 +109,8 @@ export async function startTestBridge(
 }
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+export function eventually<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  return pollUntil(check, { timeoutMs, what });
 }
 
 /** A simulator without rate limit for the current test, closed when the test finishes. */
@@ -160,6 +157,60 @@ export async function pollsCommitted(
       `poll ${i + 1} of ${count} committed after ${new Date(after).toISOString()}`,
     );
   }
+}
+
+/**
+ * Waits until the bridge has published `count` heartbeats saying it is paused, sent after `after` (ms; set
+ * HEARTBEAT_INTERVAL_MS to the poll interval or shorter): each is a turn of the paused leader's loop, which looked
+ * at the pause flag and sent no upstream request. What a test that shows "no request while paused" watches for,
+ * instead of a time.
+ */
+export async function pausedHeartbeats(
+  b: TestBridge,
+  count: number,
+  after = Date.now(),
+  timeoutMs = 20_000,
+): Promise<void> {
+  await eventually(
+    async () => {
+      const beats = await readAll([b.topics.heartbeat], { timeoutMs: 10_000 });
+      const paused = beats
+        .map((m) => JSON.parse(m.value) as ReviewHeartbeatEvent)
+        .filter((e) => e.data.paused && Date.parse(e.time) > after);
+      return paused.length >= count ? true : undefined;
+    },
+    timeoutMs,
+    `${count} heartbeats of the paused leader after ${new Date(after).toISOString()}`,
+  );
+}
+
+/**
+ * Waits until the simulator has answered `count` more requests than `from` (default: now): for a test that must
+ * let the bridge work a while (polls, pages), a number of its upstream requests instead of a time.
+ */
+export async function upstreamRequests(
+  sim: Pick<Simulator, 'control'>,
+  count: number,
+  from = sim.control.stats().requests,
+  timeoutMs = 30_000,
+): Promise<number> {
+  return pollUntil(
+    () => {
+      const now = sim.control.stats().requests;
+      return now >= from + count ? now : undefined;
+    },
+    { timeoutMs, what: `${count} upstream requests after the first ${from}`, intervalMs: 20 },
+  );
+}
+
+/** A logger that keeps the bridge's log lines (parsed) in memory: for a test that waits for what the bridge says. */
+export function capturedLogger(level = 'info'): { logger: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino(
+    { level },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
+  return { logger, lines };
 }
 
 /** Asks for a sweep and waits until it has completed. */

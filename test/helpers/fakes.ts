@@ -13,6 +13,7 @@ import type { Checkpoint, CheckpointUpdate, PassProgress } from '../../src/redis
 import type { ResyncRequest } from '../../src/core/resync-request.js';
 import type { Review } from '../../src/core/review.js';
 import type { ListOptions, Page, ReviewSource } from '../../src/upstream/types.js';
+import { turns } from './wait.js';
 
 // In-memory stand-ins for the ports of the pipeline, the passes and the loop, for unit tests only (integration
 // and e2e tests use real Redis and Kafka). Each one records what it was asked in `log`, in call order.
@@ -363,8 +364,8 @@ export class FakeLease implements LeasePort {
   released = 0;
   inFlight = 0;
   maxInFlight = 0;
-  /** When set, each renewal waits this long (ms). */
-  delayMs = 0;
+  /** When set, each renewal answers only after this many turns of the event loop (a slow Redis). */
+  delayTurns = 0;
   private held = 0;
 
   async renew(): Promise<number> {
@@ -372,7 +373,7 @@ export class FakeLease implements LeasePort {
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
-      if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+      await turns(this.delayTurns);
       this.held = this.leading ? this.epoch : 0;
       return this.held;
     } finally {

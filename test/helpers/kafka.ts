@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type IHeaders, type KafkaConfig } from 'kafkajs';
 import { kafkaBrokers } from './services.js';
+import { pollUntil } from './wait.js';
 
 /** One record as a test sees it: decoded to strings, with its position in the log. */
 export interface ReadMessage {
@@ -119,28 +120,33 @@ export async function readAll(topics: string[], options: ReadAllOptions): Promis
     });
 
     let satisfiedAt: number | undefined;
-    for (;;) {
-      if (crashed !== undefined) throw new Error(`readAll: consumer crashed: ${String(crashed)}`);
-      const satisfied =
-        (fetching || !options.idleMs) &&
-        (options.untilCount === undefined
-          ? [...ends].every(([tp, end]) => (positions.get(tp) ?? 0n) >= end)
-          : messages.length >= options.untilCount);
-      if (satisfied) {
+    const wanted = options.untilCount === undefined ? 'the end offsets' : `${options.untilCount} records`;
+    await pollUntil(
+      () => {
+        if (crashed !== undefined) throw new Error(`readAll: consumer crashed: ${String(crashed)}`);
+        const satisfied =
+          (fetching || !options.idleMs) &&
+          (options.untilCount === undefined
+            ? [...ends].every(([tp, end]) => (positions.get(tp) ?? 0n) >= end)
+            : messages.length >= options.untilCount);
+        if (!satisfied) {
+          satisfiedAt = undefined;
+          return undefined;
+        }
         satisfiedAt ??= Date.now();
-        if (Date.now() - Math.max(satisfiedAt, lastMessageAt) >= (options.idleMs ?? 0)) break;
-      } else {
-        satisfiedAt = undefined;
-      }
-      if (Date.now() - started > options.timeoutMs) {
-        const wanted = options.untilCount === undefined ? 'the end offsets' : `${options.untilCount} records`;
-        throw new Error(
-          `readAll(${topics.join(', ')}): read ${messages.length} records but not ${wanted} within ` +
-            `${options.timeoutMs} ms; last: ${JSON.stringify(messages.slice(-3))}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+        return Date.now() - Math.max(satisfiedAt, lastMessageAt) >= (options.idleMs ?? 0) ? true : undefined;
+      },
+      {
+        timeoutMs: options.timeoutMs - (Date.now() - started),
+        what: wanted,
+        intervalMs: 20,
+        onTimeout: () =>
+          new Error(
+            `readAll(${topics.join(', ')}): read ${messages.length} records but not ${wanted} within ` +
+              `${options.timeoutMs} ms; last: ${JSON.stringify(messages.slice(-3))}`,
+          ),
+      },
+    );
   } finally {
     await consumer.disconnect();
   }

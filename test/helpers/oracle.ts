@@ -7,6 +7,7 @@ import { accountKeys } from '../../src/redis/connection.js';
 import { intBetween, mulberry32, pick, type Random } from '../../src/simulator/prng.js';
 import { readAll, type ReadMessage } from './kafka.js';
 import { schemaErrors } from './schemas.js';
+import { pollUntil } from './wait.js';
 import { openRedis, type RedisAddress } from './topologies.js';
 
 // The fault suite's oracle. It drives the simulator through a scripted, seeded history (status changes on either
@@ -364,6 +365,8 @@ export class Oracle {
       stats.steps += 1;
       stats.byKind[kind] = (stats.byKind[kind] ?? 0) + 1;
       await options.onStep?.(stats.steps, kind);
+      // fixed wait: the history's own pace (a seeded random pause between steps), the fault suite's load; no test
+      // synchronises on it.
       await sleep(intBetween(this.random, minPause, maxPause));
     }
     stats.statusChanges = this.changes.length - changesBefore;
@@ -825,7 +828,11 @@ export class CheckpointMonitor {
   async stop(): Promise<CheckpointReport> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    while (this.busy) await sleep(20);
+    await pollUntil(() => (this.busy ? undefined : true), {
+      timeoutMs: 30_000,
+      what: 'the last sample',
+      intervalMs: 20,
+    });
     await this.redis.quit().catch(() => this.redis.disconnect());
     return { ...this.report, regressions: [...this.report.regressions] };
   }
@@ -846,13 +853,18 @@ export async function settle(
   const keys = accountKeys(keyPrefix, account);
   const deadline = Date.now() + timeoutMs;
   const until = async (what: string, check: (c: Record<string, string>) => boolean) => {
-    for (;;) {
-      const c = await redis.hgetall(keys.checkpoint).catch(() => null);
-      if (c && check(c)) return c;
-      if (Date.now() > deadline)
-        throw new Error(`settle: timed out waiting for ${what}; checkpoint ${JSON.stringify(c)}`);
-      await sleep(100);
-    }
+    let c: Record<string, string> | null = null;
+    return pollUntil(
+      async () => {
+        c = await redis.hgetall(keys.checkpoint).catch(() => null);
+        return c && check(c) ? c : undefined;
+      },
+      {
+        timeoutMs: deadline - Date.now(),
+        what,
+        onTimeout: () => new Error(`settle: timed out waiting for ${what}; checkpoint ${JSON.stringify(c)}`),
+      },
+    );
   };
   try {
     await until('the initial load', (c) => c.initial_done === '1');
@@ -933,11 +945,12 @@ export async function readTopics(topics: string[], brokers?: string[], timeoutMs
         });
       },
     });
-    while (![...ends].every(([tp, end]) => (positions.get(tp) ?? 0n) >= end)) {
-      if (Date.now() - started > timeoutMs)
-        throw new Error(`readTopics: ${messages.length} records, end offsets not reached`);
-      await sleep(20);
-    }
+    await pollUntil(() => ([...ends].every(([tp, end]) => (positions.get(tp) ?? 0n) >= end) ? true : undefined), {
+      timeoutMs: timeoutMs - (Date.now() - started),
+      what: 'the end offsets',
+      intervalMs: 20,
+      onTimeout: () => new Error(`readTopics: ${messages.length} records, end offsets not reached`),
+    });
   } finally {
     await consumer.disconnect();
   }

@@ -1,7 +1,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { pollUntil } from './wait.js';
 
 // Processes the fault suite starts and kills: the bridge CLI as a child process (logs to a file, SIGKILL at will),
 // and private Kafka/Redis servers on their own ports so that stopping them never disturbs the shared ones.
@@ -227,12 +227,14 @@ export class PrivateRedis {
       {},
       `${this.dir}/redis.log`,
     );
-    const deadline = Date.now() + 20_000;
-    while (!(await this.pings())) {
-      if (!this.child.alive) throw new Error(`redis-server on ${this.port} exited; see ${this.dir}/redis.log`);
-      if (Date.now() > deadline) throw new Error(`redis-server on ${this.port} did not answer PING`);
-      await sleep(50);
-    }
+    const child = this.child;
+    await pollUntil(
+      async () => {
+        if (!child.alive) throw new Error(`redis-server on ${this.port} exited; see ${this.dir}/redis.log`);
+        return (await this.pings()) ? true : undefined;
+      },
+      { timeoutMs: 20_000, what: `redis-server on ${this.port} to answer PING`, intervalMs: 50 },
+    );
   }
 
   /** SIGKILL: a crash (the append-only file keeps every acknowledged write). */
@@ -283,23 +285,4 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Waits until `check` returns a value other than undefined (polling every intervalMs), or throws. */
-export async function waitFor<T>(
-  check: () => Promise<T | undefined> | T | undefined,
-  timeoutMs: number,
-  what: string,
-  intervalMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    let value: T | undefined;
-    try {
-      value = await check();
-    } catch {
-      value = undefined;
-    }
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(intervalMs);
-  }
-}
+export { waitFor } from './wait.js';

@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { waitForKafka } from '../../scripts/kafka/ready.js';
 import { freePort, probeTcp, ROOT, runDir, spawnLogged, type Child } from './processes.js';
+import { pollUntil } from './wait.js';
 
 // Servers that need credentials or TLS, for the transport and secret-leak tests: a throw-away certificate
 // authority, redis-server with a password, an ACL user and a TLS port, and a Kafka broker with SSL and SASL_SSL
@@ -77,12 +77,13 @@ export function makeCerts(): TestCerts {
 }
 
 async function waitForPort(port: number, child: Child, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probeTcp(port))) {
-    if (!child.alive) throw new Error(`${what} exited; see ${child.logFile}`);
-    if (Date.now() > deadline) throw new Error(`${what} did not listen on ${port}`);
-    await sleep(50);
-  }
+  await pollUntil(
+    async () => {
+      if (!child.alive) throw new Error(`${what} exited; see ${child.logFile}`);
+      return (await probeTcp(port)) ? true : undefined;
+    },
+    { timeoutMs, what: `${what} to listen on ${port}`, intervalMs: 50 },
+  );
 }
 
 /** A running secured redis-server. */

@@ -5,6 +5,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import type { RedisTarget } from '../../src/config/config.js';
 import { ROOT, script } from './processes.js';
+import { pollUntil } from './wait.js';
 
 // The production-shaped topologies of the failover tests, run by the project's scripts on free loopback ports:
 // a three-broker Kafka (scripts/kafka-cluster.sh), Redis with Sentinel or a Redis Cluster (scripts/redis-topology.sh).
@@ -239,14 +240,20 @@ export class RedisTopology {
   private async replicasAttached(): Promise<void> {
     const client = openRedis(this.address, { maxRetriesPerRequest: 1, ...this.adminOptions() });
     try {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const nodes = String(await (client as Cluster).cluster('NODES').catch(() => ''));
-        const replicas = nodes.split('\n').filter((l) => (l.split(' ')[2] ?? '').split(',').includes('slave'));
-        if (replicas.length >= 3 * this.clusterReplicas) return;
-        if (Date.now() > deadline) throw new Error(`the Cluster's replicas did not attach: ${nodes}`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      let nodes = '';
+      await pollUntil(
+        async () => {
+          nodes = String(await (client as Cluster).cluster('NODES').catch(() => ''));
+          const replicas = nodes.split('\n').filter((l) => (l.split(' ')[2] ?? '').split(',').includes('slave'));
+          return replicas.length >= 3 * this.clusterReplicas ? true : undefined;
+        },
+        {
+          timeoutMs: 60_000,
+          what: "the Cluster's replicas",
+          intervalMs: 200,
+          onTimeout: () => new Error(`the Cluster's replicas did not attach: ${nodes}`),
+        },
+      );
     } finally {
       client.disconnect();
     }

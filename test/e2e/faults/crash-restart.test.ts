@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../../src/simulator/index.js';
-import { testEnv } from '../../helpers/bridge.js';
+import { intBetween, mulberry32 } from '../../../src/simulator/prng.js';
+import { testEnv, upstreamRequests } from '../../helpers/bridge.js';
 import {
   CheckpointMonitor,
   Oracle,
@@ -71,16 +71,18 @@ describe('fault: bridge process killed and restarted', () => {
 
     // Kill loop: start a child, wait until it leads, let it work a random while, SIGKILL it.
     const phases: Record<string, number> = {};
+    const random = mulberry32(21);
     let kills = 0;
     for (let i = 0; kills < KILLS || !historyDone; i++) {
       const child = spawnBridge(env, `${logs}/bridge-${i}.log`);
       children.push(child);
       await waitFor(() => (child.log().includes('"msg":"leading"') ? true : undefined), 30_000, `child ${i} to lead`);
-      // Every third life a sweep is asked for shortly before the kill, so kills land inside sweeps too.
-      // The first lives are short so that kills land inside the initial load (40 pages at 40 requests/s).
-      const life = i < 3 ? 200 + Math.floor(Math.random() * 600) : Math.floor(Math.random() * 2_500);
+      // A life lasts a seeded random number of the child's upstream requests (none: killed while it prepares). Every
+      // third life a sweep is asked for shortly before the kill, so kills land inside sweeps too. The first lives are
+      // short so that kills land inside the initial load (40 pages); later ones span up to about a second of polls.
+      const life = i < 3 ? intBetween(random, 1, 4) : intBetween(random, 0, 3);
       if (i % 3 === 1) await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, account);
-      await sleep(life);
+      await upstreamRequests(sim, life);
       const phase = monitor.last.sweep_kind || (monitor.last.initial_done === '1' ? 'polling' : 'initial');
       phases[phase] = (phases[phase] ?? 0) + 1;
       const exit = await child.kill();

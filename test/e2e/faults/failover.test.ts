@@ -1,10 +1,10 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../../src/config/config.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { leaseHolder } from '../../../src/redis/lease.js';
 import { accountKeys, connectRedis } from '../../../src/redis/connection.js';
 import { startSimulator } from '../../../src/simulator/index.js';
-import { testEnv } from '../../helpers/bridge.js';
+import { intBetween, mulberry32 } from '../../../src/simulator/prng.js';
+import { testEnv, upstreamRequests } from '../../helpers/bridge.js';
 import {
   CheckpointMonitor,
   Oracle,
@@ -92,14 +92,16 @@ describe('fault: leader killed or frozen with a standby running', () => {
       },
     });
 
+    const random = mulberry32(61);
     const rounds: { fault: string; epochBefore: number; epochAfter: number; takeoverMs: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       // Both replicas up (the standby has started and stands by), then a random moment inside a pass.
       const standby = replicas.find((c) => c !== current.child)!;
       await waitFor(() => (standby.log().includes('"msg":"standing by"') ? true : undefined), 30_000, 'the standby');
-      await sleep(500 + Math.random() * 2_000);
+      // A seeded random number of the leader's upstream requests, then a sweep and a few more (a pass under way).
+      await upstreamRequests(sim, intBetween(random, 2, 12));
       await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, account);
-      await sleep(Math.random() * 800);
+      await upstreamRequests(sim, intBetween(random, 0, 4));
       const frozen = round % 2 === 1;
       const t0 = Date.now();
       if (frozen) current.child.signal('SIGSTOP');
@@ -115,8 +117,8 @@ describe('fault: leader killed or frozen with a standby running', () => {
       expect(next.epoch).toBeGreaterThan(current.epoch);
       if (frozen) {
         // Thawed after its lease expired: it must notice, abandon its pass and stand by (its commits are fenced).
-        // The fault's schedule: it stays frozen a second past the takeover.
-        await sleep(1_000);
+        // It stays frozen until the new leader has worked: three upstream requests past the takeover.
+        await upstreamRequests(sim, 3);
         const old = current.child;
         old.signal('SIGCONT');
         await waitFor(

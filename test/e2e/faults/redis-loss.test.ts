@@ -2,7 +2,7 @@ import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../../src/simulator/index.js';
 import { accountKeys } from '../../../src/redis/connection.js';
-import { startTestBridge, testEnv } from '../../helpers/bridge.js';
+import { pollsCommitted, startTestBridge, testEnv } from '../../helpers/bridge.js';
 import { Oracle, readTopics, settle, summary, violations } from '../../helpers/oracle.js';
 import { PrivateRedis, waitFor } from '../../helpers/processes.js';
 import { openRedis, redisAddress, RedisTopology } from '../../helpers/topologies.js';
@@ -84,8 +84,9 @@ async function scenario(name: string, redisEnv: Record<string, string>): Promise
   // 2. Every key gone again while changes arrive.
   const oracle = new Oracle(sim.control, 77);
   const history = oracle.runHistory({ durationMs: 12_000, pauseMs: [20, 80] });
-  // The fault's schedule: the second flush lands five seconds into the twelve-second history.
-  await new Promise((resolve) => setTimeout(resolve, 5_000));
+  // The second flush lands once the bridge has committed three polls into the twelve-second history (changes it
+  // has taken into the snapshot are lost with it).
+  await pollsCommitted(b, 3);
   await flush();
   const stats = await history;
   const historyEnd = Date.now();

@@ -67,7 +67,8 @@ describe('fault: Redis restarted', () => {
       const before = { ...monitor.last };
       if (how === 'SIGKILL') await redis.kill();
       else await redis.stop();
-      // The fault itself: Redis stays down this long.
+      // fixed wait: the fault itself, Redis down past the lease's ttl (LEASE_TTL_MS 3 s). Waiting instead for the
+      // bridge's 'lease could not be renewed in time' line timed out once after a graceful stop (not understood yet).
       await sleep(OUTAGE_MS);
       const health = b.app.loop.health();
       const restarted = Date.now();

@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../../src/simulator/index.js';
-import { startTestBridge, testEnv, type TestBridge } from '../../helpers/bridge.js';
+import { intBetween, mulberry32 } from '../../../src/simulator/prng.js';
+import { pollsCommitted, startTestBridge, testEnv, upstreamRequests, type TestBridge } from '../../helpers/bridge.js';
 import {
   CheckpointMonitor,
   Oracle,
@@ -113,8 +113,9 @@ describe('fault: upstream', () => {
           await requestSweep(redisAddress(run.env), run.env.REDIS_KEY_PREFIX!, run.env.BRIDGE_ACCOUNT!);
       },
     });
-    // The fault's schedule, not a wait for the bridge: ten seconds of the first storm, then a harsher one.
-    await sleep(10_000);
+    // The first storm lasts the bridge's next 20 upstream requests (about ten seconds: the 4 requests/s throttle and
+    // the injected errors hold it near 2 requests/s), then a harsher one.
+    await upstreamRequests(run.sim, 20, undefined, 60_000);
     // Then lower still, answered 429 with Retry-After: whatever rate the bridge has settled on, it is too high.
     run.sim.control.setRateLimit({ rps: 2, burst: 2, status: 429, retryAfterSeconds: 1 });
     const stats = await history;
@@ -145,8 +146,8 @@ describe('fault: upstream', () => {
     await waitFor(() => (monitor.last.initial_done === '1' ? true : undefined), 60_000, 'the initial load', 20);
     // Each kind of absurd record of issue 9, twice over the run, one of them during a sweep.
     const poisoned = run.sim.control.addPoisonReviews();
-    // The fault's schedule: the second batch comes five seconds later, with a sweep.
-    await sleep(5_000);
+    // The second batch comes once the bridge has polled past the first (two polls committed after it), with a sweep.
+    await pollsCommitted(run.bridge, 2);
     await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
     poisoned.push(...run.sim.control.addPoisonReviews());
     const stats = await history;
@@ -184,11 +185,17 @@ describe('fault: upstream', () => {
       'the initial load to be under way',
       20,
     );
-    const t0 = Date.now();
-    for (let i = 0; Date.now() - t0 < 22_000; i++) {
+    // Until the history ends, a revocation after a seeded random number of the bridge's upstream requests (2 to
+    // 12: inside a page run or between polls), with a sweep asked for before every other one.
+    let historyDone = false;
+    void history.then(
+      () => (historyDone = true),
+      () => (historyDone = true),
+    );
+    const random = mulberry32(52);
+    for (let i = 0; !historyDone; i++) {
       if (i % 2 === 1) await requestSweep(redisAddress(env), env.REDIS_KEY_PREFIX!, env.BRIDGE_ACCOUNT!);
-      // The fault's schedule: sweep requests at random moments.
-      await sleep(300 + Math.random() * 1_500);
+      await upstreamRequests(run.sim, intBetween(random, 2, 12));
       revocations.push(monitor.last.sweep_kind || 'polling');
       run.sim.control.revokeTokens();
     }

@@ -20,6 +20,7 @@ import { accountKeys, connectRedis } from '../../../src/redis/connection.js';
 import { SnapshotStore } from '../../../src/redis/snapshot-store.js';
 import { makeCerts } from '../../helpers/secure-servers.js';
 import { redisUrl, uniqueName } from '../../helpers/services.js';
+import { waitFor } from '../../helpers/wait.js';
 
 // The admin server against a real Redis (no bridge running): HTTPS with a certificate renewed in place, the actions
 // recorded under the account's keys exactly as the command line records them, and the token file re-read when a
@@ -85,16 +86,11 @@ describe('admin server', () => {
 
       copyFileSync(renewed.serverKey, key);
       copyFileSync(renewed.serverCert, cert);
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const ok = await get(renewed.ca).then(
-          (r) => r.status === 200,
-          () => false,
-        );
-        if (ok) break;
-        if (Date.now() > deadline) throw new Error('the renewed certificate was not taken');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitFor(
+        async () => ((await get(renewed.ca)).status === 200 ? true : undefined),
+        10_000,
+        'the renewed certificate to be taken',
+      );
       await expect(get(certs.ca)).rejects.toThrow();
     } finally {
       await server.close();

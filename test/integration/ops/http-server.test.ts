@@ -100,8 +100,8 @@ describe('ops server', () => {
     const { server } = await start({
       readiness: async () => {
         calls++;
-        // Kept: a slow readiness check, so that the four probes arrive while its one evaluation is under way (the
-        // server offers no event for "a probe is waiting"); the assertion does not depend on the time it takes.
+        // fixed wait: a slow readiness check, so that the four probes arrive while its one evaluation is under way
+        // (the server offers no event for "a probe is waiting"); the assertion does not depend on the time it takes.
         await new Promise((r) => setTimeout(r, 50));
         return { ok: true, checks: { redis: true } };
       },

@@ -97,8 +97,8 @@ describe('fault injection', () => {
       () => 'answered',
       () => 'failed',
     );
-    // Kept: lets the request reach the server before it closes; the simulator counts requests only when answered,
-    // so there is no event to wait for. Were it to arrive late, it would fail all the same (the assertion holds).
+    // fixed wait: lets the request reach the server before it closes; the simulator counts requests only when
+    // answered, so there is no event to wait for. Were it to arrive late, it would fail all the same.
     await new Promise((resolve) => setTimeout(resolve, 50));
     await simulator.close();
     expect(await pending).toBe('failed');

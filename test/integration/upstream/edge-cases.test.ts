@@ -177,10 +177,10 @@ describe('upstream client edge cases (local servers)', () => {
   });
 
   it('aborts promptly with the caller signal reason (graceful shutdown), not an UpstreamError', async () => {
-    const server = await upstream(() => undefined);
-    const { client } = track(testClient(server.url, {}, creds));
+    // The shutdown comes while the listing request is in flight: once the server has it (and never answers).
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('shutting down')), 100);
+    const server = await upstream(() => controller.abort(new Error('shutting down')));
+    const { client } = track(testClient(server.url, {}, creds));
 
     const err = await failure(drain(client, { signal: controller.signal }));
 

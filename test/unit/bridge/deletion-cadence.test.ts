@@ -11,6 +11,7 @@ import {
   silentLogger,
   testMetrics,
 } from '../../helpers/fakes.js';
+import { until } from '../../helpers/wait.js';
 
 // Deletion detection at the end of a complete sweep runs a snapshot batch per loop step, so incremental polls keep
 // their interval while it scans: the real passes and loop on fakes and a fake clock, each batch costing 150 ms.
@@ -23,14 +24,6 @@ class FakeTime {
     this.now += ms;
     await new Promise((r) => setImmediate(r));
   };
-}
-
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 describe('deletion detection and the poll cadence (fake clock)', () => {
@@ -85,7 +78,7 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
       timing: { pollIntervalMs: 1_000, sweepIntervalMs: 0, leaseTtlMs: 600, maxBackoffMs: 20 },
     });
     loop.start();
-    await until(() => sink.deletions.length > 0 && pollTimes.length >= 10);
+    await until(() => sink.deletions.length > 0 && pollTimes.length >= 10, 10_000);
     await loop.stop();
 
     expect(sink.deletions.map((e) => e.subject)).toEqual(['7']);

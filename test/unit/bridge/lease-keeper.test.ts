@@ -3,17 +3,12 @@ import { Lease } from '../../../src/redis/lease.js';
 import { LeaseKeeper } from '../../../src/bridge/lease-keeper.js';
 import type { AccountKeys, BridgeRedis } from '../../../src/redis/connection.js';
 import { FakeLease, silentLogger } from '../../helpers/fakes.js';
-import { waitFor } from '../../helpers/processes.js';
-
-/** A few turns of the event loop: enough for anything already scheduled to run, no fixed time. */
-const turns = async (n = 10): Promise<void> => {
-  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
-};
+import { turns, waitFor } from '../../helpers/wait.js';
 
 describe('LeaseKeeper', () => {
   it('never starts a renewal while the previous one is pending, however slow Redis answers', async () => {
     const lease = new FakeLease();
-    lease.delayMs = 60;
+    lease.delayTurns = 50;
     const keeper = new LeaseKeeper(lease, { periodMs: 5, logger: silentLogger });
     keeper.start();
     // The loop's own renewal joins the one under way instead of sending another.

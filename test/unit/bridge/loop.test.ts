@@ -9,6 +9,7 @@ import { UpstreamError } from '../../../src/upstream/errors.js';
 import { FencedError, ReplicationError, SnapshotLostError } from '../../../src/core/errors.js';
 import { newResyncRequest, type ResyncRequest } from '../../../src/core/resync-request.js';
 import { FakeLease, silentLogger, testMetrics } from '../../helpers/fakes.js';
+import { until } from '../../helpers/wait.js';
 
 // The loop on fakes: what it runs, in which order, and what it does on failure and stop. Short real intervals keep
 // these fast; the decisions under test depend on order, not on timing.
@@ -189,14 +190,6 @@ class FakeTime {
     this.slept.push(ms);
     await new Promise((r) => setImmediate(r));
   };
-}
-
-async function until(cond: () => boolean, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 describe('BridgeLoop', () => {

@@ -11,7 +11,8 @@ function script(chain: Record<string, [number, string | null]>) {
     inFlight.now += 1;
     inFlight.max = Math.max(inFlight.max, inFlight.now);
     try {
-      await new Promise((r) => setTimeout(r, 1));
+      // A fetch that answers on a later turn of the event loop, so that concurrent fetches would overlap.
+      await new Promise((r) => setImmediate(r));
       if (signal.aborted) throw signal.reason;
       const entry = chain[cursor ?? 'START'];
       if (!entry) throw new Error(`unexpected cursor ${cursor}`);
