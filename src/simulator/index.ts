@@ -1,5 +1,5 @@
-// Entry point of the upstream simulator: a real HTTP server faithful to reviews-api.md, with the open points of
-// the spec as settings and faults switchable at runtime.
+// Entry point of the upstream simulator: a real HTTP server faithful to the upstream API (docs/upstream.md), with
+// its open points as settings and faults switchable at runtime.
 
 export type {
   Faults,

@@ -13,7 +13,7 @@ import { openRedis, type RedisAddress } from './topologies.js';
 // The fault suite's oracle. It drives the simulator through a scripted, seeded history (status changes on either
 // or both fields, changes that collapse between two polls, edits that do not move updated_date, reviews created
 // while passes page), records the truth (every state each touched review had, every status change made), reads
-// back every topic with a real consumer and judges the stream against the contract of DESIGN.md:
+// back every topic with a real consumer and judges the stream against the contract of docs/guarantees.md:
 //   lost       a review without its created event, or whose last event (highest sequence) does not show its
 //              final state (status, and after the closing sweep its edited content too)
 //   collapsed  an intermediate status that was replaced before any poll could see it (not a loss: the listing
