@@ -1,9 +1,10 @@
 // Node 24 sizes its heap for throughput, not for a small service: the young generation grows to 64 MiB per
 // semi-space, and with a 4 GiB old-space limit V8 lets garbage pile up long before a full collection. Measured with
 // one account of a million reviews (docs/benchmarks.md#memory): 315 MiB of RSS at peak for the compiled build and
-// 356 MiB under tsx with only the semi-space capped, 184 MiB with both caps. So `run` applies both caps itself when
-// neither the command line nor NODE_OPTIONS sets them, and grows the old-space cap with the number of accounts (an
-// account's whole RSS is under 3 MiB, so 4 MiB of heap each leaves room). An operator's own flags always win.
+// 356 MiB under tsx with only the semi-space capped, 184 MiB with both caps. So `run` applies both caps itself
+// (src/cli.ts, before the bridge's modules load) when neither the command line nor NODE_OPTIONS sets them, and grows
+// the old-space cap with the number of accounts (an account's whole RSS is under 3 MiB, so 4 MiB of heap each
+// leaves room). An operator's own flags always win.
 
 /** The young generation's cap when none is given, MiB per semi-space (Node 20's default). */
 export const DEFAULT_SEMI_SPACE_MIB = 16;

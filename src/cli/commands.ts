@@ -1,6 +1,6 @@
 import { getHeapStatistics } from 'node:v8';
 import type { Logger } from 'pino';
-import { applyHeapFlags } from '../app/node-flags.js';
+import { missingHeapFlags } from '../app/node-flags.js';
 import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from '../app/app.js';
 import { loadAccounts, type AccountsConfig } from '../config/accounts.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
@@ -40,10 +40,11 @@ const USAGE = `usage: reviews-bridge <command>
 `;
 
 async function run({ accounts, file }: AccountsConfig): Promise<void> {
-  const unapplied = applyHeapFlags(accounts.length);
   const config = accounts[0]!;
   const logger = createLogger(config.logLevel, file === null ? { account: config.account } : {});
-  if (unapplied.length > 0) logger.warn({ flags: unapplied }, 'this Node cannot re-execute itself: heap left uncapped');
+  // src/cli.ts re-executed this process with these caps; they are missing only where Node has no process.execve.
+  const uncapped = missingHeapFlags(process.execArgv, process.env.NODE_OPTIONS ?? '', accounts.length);
+  if (uncapped.length > 0) logger.warn({ flags: uncapped }, 'this Node cannot re-execute itself: heap left uncapped');
   const app = await startApp(accounts, logger);
   const heapLimitMiB = Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
   const runtime = { pid: process.pid, node: process.version, heapLimitMiB };
