@@ -17,6 +17,19 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
+/**
+ * Watches the idle process over six of its polls (the warnings looked for come from kafkajs timers of an idle
+ * client: its own polls, not a time), stops it cleanly and returns its log, which must hold no warning.
+ */
+async function stopAfterIdlePolls(sim: Awaited<ReturnType<typeof startSimulator>>, child: Child, log: string) {
+  await upstreamRequests(sim, 6);
+  const exit = await child.stop(20_000);
+  expect(exit.code).toBe(0);
+  const output = readFileSync(log, 'utf8');
+  expect(output.match(/.*Warning.*/g) ?? []).toEqual([]);
+  return output;
+}
+
 describe('a clean start on Node 24', () => {
   it('prints no process warning while it loads, polls and stops', async () => {
     const sim = await startSimulator({ reviewCount: 300, seed: 5, rateLimit: null });
@@ -35,14 +48,8 @@ describe('a clean start on Node 24', () => {
       'the initial load to be published',
       500,
     );
-    // The warnings looked for come from kafkajs timers of an idle client: the idle process is watched over its own
-    // polls (six upstream requests after the load, a poll every 500 ms), not a time.
-    await upstreamRequests(sim, 6);
-    const exit = await child.stop(20_000);
-    expect(exit.code).toBe(0);
-    const output = readFileSync(log, 'utf8');
+    const output = await stopAfterIdlePolls(sim, child, log);
     expect(output).toContain('leading');
-    expect(output.match(/.*Warning.*/g) ?? []).toEqual([]);
   });
 
   it('prints no process warning with OpenTelemetry on either, and its spans arrive', async () => {
@@ -65,13 +72,8 @@ describe('a clean start on Node 24', () => {
       'the initial load span to reach the receiver',
       500,
     );
-    // As above: six polls of the idle process (with their spans).
-    await upstreamRequests(sim, 6);
-    const exit = await child.stop(20_000);
-    expect(exit.code).toBe(0);
-    const output = readFileSync(log, 'utf8');
+    const output = await stopAfterIdlePolls(sim, child, log);
     expect(output).toContain('tracing on');
-    expect(output.match(/.*Warning.*/g) ?? []).toEqual([]);
     expect(otlp.refused).toEqual([]);
     expect(new Set(otlp.spans.map((s) => s.service))).toEqual(new Set(['reviews-bridge']));
     expect(otlp.spans.some((s) => s.name === 'pass incremental')).toBe(true);
