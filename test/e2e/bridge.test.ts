@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ReviewEvent } from '../../src/core/events.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { eventually, pollsCommitted, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
+import { eventually, initialLoadDone, pollsCommitted, startTestBridge, testEnv } from '../helpers/bridge.js';
 import { readAll, type ReadMessage } from '../helpers/kafka.js';
 import { schemaErrors } from '../helpers/schemas.js';
 
@@ -33,10 +33,6 @@ function events(messages: ReadMessage[]): ReviewEvent[] {
     expect(m.headers['content-type']).toBe('application/cloudevents+json');
     return event;
   });
-}
-
-async function initialLoadDone(b: TestBridge): Promise<void> {
-  await eventually(async () => ((await b.store.checkpoint()).initialDone ? true : undefined), 60_000, 'initial load');
 }
 
 describe('bridge end to end', () => {

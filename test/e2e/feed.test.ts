@@ -1,7 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ReviewDeletedEvent, ReviewHeartbeatEvent } from '../../src/core/events.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { eventually, pausedHeartbeats, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
+import {
+  eventually,
+  initialLoadDone,
+  sweepNow,
+  pausedHeartbeats,
+  startTestBridge,
+  testEnv,
+  type TestBridge,
+} from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';
 import { schemaErrors } from '../helpers/schemas.js';
 
@@ -18,22 +26,8 @@ async function setup(reviewCount: number, env: Record<string, string> = {}) {
   cleanups.push(() => sim.close());
   const b: TestBridge = await startTestBridge(testEnv(sim.url, env));
   cleanups.push(() => b.stop());
-  await eventually(async () => ((await b.store.checkpoint()).initialDone ? true : undefined), 60_000, 'initial load');
+  await initialLoadDone(b);
   return { sim, b };
-}
-
-/** Requests a sweep and waits until one completed after the request. */
-async function sweep(b: TestBridge): Promise<void> {
-  const requestedAt = Date.now();
-  await b.store.requestSweep();
-  await eventually(
-    async () => {
-      const ckpt = await b.store.checkpoint();
-      return ckpt.sweep === null && (ckpt.lastSweepAt ?? 0) >= requestedAt ? true : undefined;
-    },
-    60_000,
-    'a sweep after the request',
-  );
 }
 
 describe('feed for consumers', () => {
@@ -41,8 +35,8 @@ describe('feed for consumers', () => {
     const { sim, b } = await setup(300);
     sim.control.removeReview(10);
     sim.control.removeReview(200);
-    await sweep(b);
-    await sweep(b);
+    await sweepNow(b, 60_000);
+    await sweepNow(b, 60_000);
     const deleted = await readAll([b.topics.deleted], { untilCount: 2, idleMs: 1_000, timeoutMs: 20_000 });
     const events = deleted.map((m) => JSON.parse(m.value) as ReviewDeletedEvent);
     for (const e of events) expect(schemaErrors(e)).toEqual([]);
@@ -61,7 +55,7 @@ describe('feed for consumers', () => {
   it('a listing that silently drops half the reviews deletes nothing and counts a refused deletion', async () => {
     const { sim, b } = await setup(200);
     sim.control.setFaults({ dropRate: 0.5 });
-    await sweep(b);
+    await sweepNow(b, 60_000);
     const text = await b.app.metrics.registry.metrics();
     expect(text).toMatch(/^reviews_bridge_deletions_refused_total\{[^}]*\} 1$/m);
     expect(await b.store.size()).toBe(200);

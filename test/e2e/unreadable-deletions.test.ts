@@ -1,8 +1,14 @@
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ReviewDeletedEvent } from '../../src/core/events.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { eventually, startTestBridge, testEnv, type TestBridge } from '../helpers/bridge.js';
+import {
+  capturedLogger,
+  initialLoadDone,
+  sweepNow,
+  startTestBridge,
+  testEnv,
+  type TestBridge,
+} from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';
 import { runCli } from '../helpers/processes.js';
 
@@ -18,27 +24,12 @@ afterEach(async () => {
 async function setup(options: Parameters<typeof startSimulator>[0]) {
   const sim: Simulator = await startSimulator({ rateLimit: null, seed: 23, ...options });
   cleanups.push(() => sim.close());
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const { logger, lines } = capturedLogger();
   const env = testEnv(sim.url);
   const b: TestBridge = await startTestBridge(env, {}, logger);
   cleanups.push(() => b.stop());
-  await eventually(async () => ((await b.store.checkpoint()).initialDone ? true : undefined), 60_000, 'initial load');
+  await initialLoadDone(b);
   return { sim, b, env, lines };
-}
-
-/** Requests a sweep and waits until one completed after the request. */
-async function sweep(b: TestBridge): Promise<void> {
-  const requestedAt = Date.now();
-  await b.store.requestSweep();
-  await eventually(
-    async () => {
-      const ckpt = await b.store.checkpoint();
-      return ckpt.sweep === null && (ckpt.lastSweepAt ?? 0) >= requestedAt ? true : undefined;
-    },
-    60_000,
-    'a sweep after the request',
-  );
 }
 
 const deferrals = (lines: Array<Record<string, unknown>>) =>
@@ -50,8 +41,8 @@ describe('deletion detection with records whose id cannot be read', () => {
     const { sim, b, lines } = await setup({ reviewCount: 300, faults: { idless: [50] } });
     sim.control.removeReview(10);
     sim.control.removeReview(200);
-    await sweep(b);
-    await sweep(b);
+    await sweepNow(b, 60_000);
+    await sweepNow(b, 60_000);
     const deleted = await readAll([b.topics.deleted], { untilCount: 2, idleMs: 1_000, timeoutMs: 20_000 });
     const events = deleted.map((m) => JSON.parse(m.value) as ReviewDeletedEvent);
     expect(events.map((e) => e.subject).sort()).toEqual(['10', '200']);
@@ -71,7 +62,7 @@ describe('deletion detection with records whose id cannot be read', () => {
     // In one sweep: review 50 is listed without its id from now on, review 200 is deleted.
     sim.control.setFaults({ idless: [50] });
     sim.control.removeReview(200);
-    await sweep(b);
+    await sweepNow(b, 60_000);
     expect(await readAll([b.topics.deleted], { timeoutMs: 3_000 })).toEqual([]);
     expect([...(await b.store.read([50, 200])).keys()].sort()).toEqual([200, 50]);
     const [deferral, ...more] = deferrals(lines);
@@ -88,7 +79,7 @@ describe('deletion detection with records whose id cannot be read', () => {
     });
 
     // The next sweep, record 50 still broken the same way: 200 is reported deleted, 50 is kept.
-    await sweep(b);
+    await sweepNow(b, 60_000);
     const deleted = await readAll([b.topics.deleted], { untilCount: 1, idleMs: 1_000, timeoutMs: 20_000 });
     expect(deleted.map((m) => m.key)).toEqual(['200']);
     const state = await readAll([b.topics.state], { untilCount: 301, timeoutMs: 20_000 });

@@ -213,13 +213,16 @@ export function capturedLogger(level = 'info'): { logger: Logger; lines: Record<
   return { logger, lines };
 }
 
-/** Asks for a sweep and waits until it has completed. */
+/** Asks for a sweep and waits until one has completed after the request, with none in progress. */
 export async function sweepNow(b: TestBridge, timeoutMs = 30_000): Promise<void> {
-  const before = (await b.store.checkpoint()).lastSweepAt;
-  await b.store.requestSweep();
+  const requestedAt = Date.now();
+  await b.store.requestSweep(requestedAt);
   await eventually(
-    async () => ((await b.store.checkpoint()).lastSweepAt !== before ? true : undefined),
+    async () => {
+      const ckpt = await b.store.checkpoint();
+      return ckpt.sweep === null && (ckpt.lastSweepAt ?? 0) >= requestedAt ? true : undefined;
+    },
     timeoutMs,
-    'sweep',
+    'a sweep after the request',
   );
 }
