@@ -7,6 +7,7 @@ import { BridgeMetrics } from '../ops/metrics.js';
 import { Passes, type PassesSink } from '../bridge/passes/index.js';
 import type { PipelineDeps } from '../bridge/pipeline.js';
 import { KafkaPublisher } from '../kafka/publisher.js';
+import type { ChangelogIndex } from '../kafka/changelog-index.js';
 import { accountKeys, type BridgeRedis } from '../redis/connection.js';
 import { readTlsFiles } from '../config/secrets.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
@@ -21,9 +22,9 @@ import { PassTracer } from '../ops/tracing.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
 // namespace, checkpoint, lease, Kafka producer, metrics and loop (the producer and the upstream client only while
-// this replica leads the account). Nothing is shared with another account but the
-// Redis connection and the process, so one account's failure (bad credentials, upstream down, a record Kafka
-// refuses) never slows another: each loop backs off on its own.
+// this replica leads the account). Nothing is shared with another account but the Redis connection, the process
+// and what it learnt of shared changelogs (src/kafka/changelog-index.ts), so one account's failure (bad
+// credentials, upstream down, a record Kafka refuses) never slows another: each loop backs off on its own.
 
 /** Options for tests and tools; production uses none. */
 export interface AccountOptions {
@@ -113,6 +114,8 @@ export interface AccountContext {
   connectGate?: ConnectGate;
   /** Bounds how many of the process's leaderships start at once (LEADERSHIP_START_CONCURRENCY); absent: no bound. */
   startSlots?: StartSlots;
+  /** What the process learnt of shared changelogs, so new accounts' full restores skip what it read; absent: none. */
+  changelogIndex?: ChangelogIndex;
 }
 
 /**
@@ -173,7 +176,13 @@ export class AccountBridge {
     const topicsKey = Object.values(config.kafka.topics).sort().join(',');
     this.leadership = new LazyPasses(
       () => {
-        const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
+        const publisher = new KafkaPublisher(
+          config.kafka,
+          config.account,
+          logger,
+          config.privacy,
+          context.changelogIndex,
+        );
         const source = upstreamFromConfig(config, this.metrics, logger);
         const adapters = {
           store: this.store,

@@ -3,6 +3,7 @@ import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
 import { AccountBridge, connectGate, type AccountOptions } from './account.js';
 import { StartSlots } from './leadership.js';
 import { KafkaProbe } from '../kafka/probe.js';
+import { ChangelogIndex } from '../kafka/changelog-index.js';
 import { Allotment } from '../bridge/allotment.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
 import { replicaId } from '../redis/lease.js';
@@ -202,6 +203,8 @@ function buildParts(list: readonly BridgeConfig[], redis: BridgeRedis, logger: L
   });
   const gate = connectGate();
   const startSlots = new StartSlots(first.leadership.startConcurrency);
+  // One for all accounts: a new account's full restore of a shared changelog starts past what another one read.
+  const changelogIndex = new ChangelogIndex();
   const accounts = new Map<string, AccountBridge>();
   for (const config of list) {
     const bridge = new AccountBridge(
@@ -214,6 +217,7 @@ function buildParts(list: readonly BridgeConfig[], redis: BridgeRedis, logger: L
         gate: (lease, account) => allotment.gate(lease, account),
         connectGate: gate,
         startSlots,
+        changelogIndex,
         tracer: tracing.tracer,
       },
       options,

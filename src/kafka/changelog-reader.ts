@@ -3,6 +3,8 @@ import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { CHANGELOG_TXN_HEADER } from '../core/changelog.js';
 import { sleep } from '../core/clock.js';
+import { keyPrefixOf } from './changelog-index.js';
+import { MARKER_KEY } from './encoding.js';
 
 // Reads an account's records back from the changelog topic (read_committed), as Kafka Streams restores a store.
 // Where to stop is marked, not guessed: a read_committed consumer never sees transaction markers or aborted records,
@@ -34,6 +36,11 @@ export interface ChangelogReadOptions {
   signal?: AbortSignal;
   /** The read fails when it has not reached every marker within this time (default 10 minutes). */
   timeoutMs?: number;
+  /**
+   * Receives the account prefix of every key read between `from` and the markers, every account's (see
+   * src/kafka/changelog-index.ts); end markers are left out, as restores skip them.
+   */
+  seenPrefixes?: Set<string>;
 }
 
 /** Reads the changelog from the given offsets up to freshly written markers; resolves the markers' offsets. */
@@ -111,6 +118,7 @@ export async function readChangelog(
           }
           if (offset < from) continue;
           const key = m.key?.toString('utf8') ?? '';
+          if (options.seenPrefixes) notePrefix(options.seenPrefixes, key);
           if (!key.startsWith(options.keyPrefix)) continue;
           const txn = Number(m.headers?.[CHANGELOG_TXN_HEADER]?.toString() ?? '0');
           records.push({ key: key.slice(options.keyPrefix.length), value: m.value, txn, partition: p, offset });
@@ -142,4 +150,10 @@ export async function readChangelog(
     options.signal?.removeEventListener('abort', onAbort);
     await consumer.disconnect().catch((err: unknown) => logger.warn({ err }, 'closing the restore consumer failed'));
   }
+}
+
+/** Adds the account prefix of `key` to `seen`, unless it has none or is an end marker (no account's data). */
+function notePrefix(seen: Set<string>, key: string): void {
+  const prefix = keyPrefixOf(key);
+  if (prefix !== null && key.slice(prefix.length) !== MARKER_KEY) seen.add(prefix);
 }

@@ -1,6 +1,7 @@
 import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import { readChangelog, type ChangelogRawRecord } from './changelog-reader.js';
+import { changelogName, type ChangelogIndex } from './changelog-index.js';
 import type { Logger } from 'pino';
 import type { BridgeConfig, PrivacyConfig } from '../config/config.js';
 import { eventMessage } from '../core/event-size.js';
@@ -90,6 +91,8 @@ export class KafkaPublisher implements EventSink {
     account: string,
     private readonly logger: Logger,
     privacy: PrivacyConfig = DEFAULT_PRIVACY,
+    /** The process's changelog index (src/kafka/changelog-index.ts); absent: every full restore reads it all. */
+    private readonly changelogIndex?: ChangelogIndex,
   ) {
     this.encoder = new RecordEncoder(config, account, privacy, logger);
     this.kafka = new Kafka(kafkaOptions(config, logger));
@@ -138,7 +141,8 @@ export class KafkaPublisher implements EventSink {
   /**
    * Reads this account's changelog records from `from` (offsets per partition; absent: the beginning) up to end
    * markers it writes first through its own producer (see src/kafka/changelog-reader.ts); resolves the markers'
-   * offsets, where the next read can start.
+   * offsets, where the next read can start. With a changelog index and a key prefix, a full read (`from` empty)
+   * starts where the index says the account has nothing before, and every read teaches the index.
    */
   async readChangelog(
     from: Record<number, number>,
@@ -148,8 +152,16 @@ export class KafkaPublisher implements EventSink {
     const topic = this.config.topics.changelog;
     const mark = (partitions: number[]): Promise<Record<number, number>> =>
       this.deliver(this.encoder.markerRecords(partitions, randomUUID()));
-    const options = { topic, keyPrefix: this.config.keyPrefix ?? '', from, mark, onRecords, signal };
-    return readChangelog(this.kafka, this.config.clientId, options, this.logger);
+    const keyPrefix = this.config.keyPrefix ?? '';
+    const index = keyPrefix === '' ? undefined : this.changelogIndex;
+    const changelog = changelogName(this.config.brokers, topic);
+    // A full restore of an account the index knows has nothing before its offsets starts there.
+    const start = index && Object.keys(from).length === 0 ? (index.startFor(changelog, keyPrefix) ?? from) : from;
+    const seenPrefixes = index ? new Set<string>() : undefined;
+    const options = { topic, keyPrefix, from: start, mark, onRecords, signal, seenPrefixes };
+    const ends = await readChangelog(this.kafka, this.config.clientId, options, this.logger);
+    if (index && seenPrefixes) index.learn(changelog, start, ends, seenPrefixes);
+    return ends;
   }
 
   /** The id of the Kafka cluster (a Redis written against another cluster must be restored, not trusted). */

@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import type { BridgeConfig } from '../../src/config/config.js';
 import { KafkaPublisher } from '../../src/kafka/publisher.js';
+import type { ChangelogIndex } from '../../src/kafka/changelog-index.js';
 import { kafkaBrokers, uniqueName } from './services.js';
 
 /** Unique topic names of every kind, for one test file on the shared broker. */
@@ -18,13 +19,29 @@ export function uniqueTopics(prefix: string): BridgeConfig['kafka']['topics'] {
   };
 }
 
+/** Options of connectedPublisher. */
+export interface PublisherOptions {
+  createTopics?: boolean;
+  exactlyOnce?: boolean;
+  transactionalId?: string;
+  /** The account's key prefix on shared topics (`<account>:`); absent: none. */
+  keyPrefix?: string;
+  changelogIndex?: ChangelogIndex;
+}
+
 /**
  * A connected KafkaPublisher on the shared broker that creates its topics (2 partitions) unless the test made them
  * itself (`createTopics: false`); disconnect it after.
  */
 export async function connectedPublisher(
   topics: BridgeConfig['kafka']['topics'],
-  { createTopics = true, exactlyOnce = false, transactionalId = uniqueName('it-tx') } = {},
+  {
+    createTopics = true,
+    exactlyOnce = false,
+    transactionalId = uniqueName('it-tx'),
+    keyPrefix,
+    changelogIndex,
+  }: PublisherOptions = {},
 ): Promise<KafkaPublisher> {
   const publisher = new KafkaPublisher(
     {
@@ -39,9 +56,12 @@ export async function connectedPublisher(
       exactlyOnce,
       transactionalId,
       transactionTimeoutMs: 60_000,
+      ...(keyPrefix === undefined ? {} : { keyPrefix }),
     },
     'it',
     pino({ level: 'silent' }),
+    undefined,
+    changelogIndex,
   );
   await publisher.connect();
   return publisher;
