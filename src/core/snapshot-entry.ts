@@ -43,56 +43,91 @@ export interface Fingerprint {
   keyId: number | null;
 }
 
-function fnv16(text: string): number {
+// FNV-1a of a canonical part, given as its type tag (a char code; NO_TAG for the empty part) and its body: the
+// same value as over the part's text, without building it (a tag glued to a long body is a rope that the
+// character loop reads slowly).
+function fnv16(tag: number, body: string): number {
   let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
+  if (tag !== NO_TAG) h = Math.imul(h ^ tag, 0x01000193);
+  for (let i = 0; i < body.length; i++) {
+    h ^= body.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
   return ((h >>> 16) ^ h) & 0xffff;
 }
 
+const NO_TAG = -1;
+const TAG_STRING = 's'.charCodeAt(0);
+const TAG_NUMBER = 'n'.charCodeAt(0);
+const TAG_TRUE = 't'.charCodeAt(0);
+const TAG_FALSE = 'f'.charCodeAt(0);
+const TAG_JSON = 'j'.charCodeAt(0);
+const TAG_TEXT: Record<number, string> = {
+  [TAG_STRING]: 's',
+  [TAG_NUMBER]: 'n',
+  [TAG_TRUE]: 't',
+  [TAG_FALSE]: 'f',
+  [TAG_JSON]: 'j',
+};
+
 // A canonical, type-tagged text of a field value: cheaper than JSON.stringify for the usual strings and numbers
 // (this runs for every field of every review of every pass), and "1" and 1 still differ. JSON.stringify recurses,
 // which is safe here because only validated reviews are fingerprinted and validation bounds their nesting depth
 // (src/upstream/bounds.ts, maxDepth); the output must not change, or every stored digest would read as an edit.
-function canonical(value: unknown): string {
+// The text is the tag's character followed by the body.
+function canonical(value: unknown, slot: number, tags: number[], bodies: string[]): void {
   switch (typeof value) {
     case 'string':
-      return `s${value}`;
+      tags[slot] = TAG_STRING;
+      bodies[slot] = value;
+      return;
     case 'number':
-      return `n${value}`;
+      tags[slot] = TAG_NUMBER;
+      bodies[slot] = String(value);
+      return;
     case 'boolean':
-      return value ? 't' : 'f';
+      tags[slot] = value ? TAG_TRUE : TAG_FALSE;
+      bodies[slot] = '';
+      return;
     case 'undefined':
-      return '';
+      tags[slot] = NO_TAG;
+      bodies[slot] = '';
+      return;
     default:
-      return value === null ? '' : `j${JSON.stringify(value)}`;
+      tags[slot] = value === null ? NO_TAG : TAG_JSON;
+      bodies[slot] = value === null ? '' : JSON.stringify(value);
   }
 }
 
 /**
- * The canonical text of a review's non-status fields and its parts (one per FINGERPRINT_FIELDS slot): what the
- * content digest and the per-field hashes are made of. Separate so that the diff hashes the fields only when it
- * stores them (an unchanged review needs the digest alone).
+ * The canonical text of a review's non-status fields and its parts (one per FINGERPRINT_FIELDS slot, as a type
+ * tag and a body): what the content digest and the per-field hashes are made of. Separate so that the diff hashes
+ * the fields only when it stores them (an unchanged review needs the digest alone).
  */
 export interface FingerprintSource {
-  parts: string[];
+  tags: number[];
+  bodies: string[];
   text: string;
 }
 
 /** The fingerprint source of a review (missing and null count as the same value). */
 export function fingerprintSource(review: Review): FingerprintSource {
   const record = review as Record<string, unknown>;
-  const parts: string[] = new Array<string>(TRACKED_FIELDS.length + 1);
-  for (let i = 0; i < TRACKED_FIELDS.length; i++) parts[i] = canonical(record[TRACKED_FIELDS[i]!]);
+  const slots = TRACKED_FIELDS.length + 1;
+  const tags = new Array<number>(slots);
+  const bodies = new Array<string>(slots);
+  for (let i = 0; i < TRACKED_FIELDS.length; i++) canonical(record[TRACKED_FIELDS[i]!], i, tags, bodies);
   let extraKeys: string[] | null = null;
   for (const k of Object.keys(record)) {
     if (EXCLUDED.has(k) || TRACKED.has(k) || record[k] === undefined || record[k] === null) continue;
     (extraKeys ??= []).push(k);
   }
-  parts[TRACKED_FIELDS.length] = extraKeys === null ? '' : JSON.stringify(extraKeys.sort().map((k) => [k, record[k]]));
-  return { parts, text: parts.join('\u0000') };
+  tags[TRACKED_FIELDS.length] = NO_TAG;
+  bodies[TRACKED_FIELDS.length] = extraKeys === null ? '' : JSON.stringify(extraKeys.sort().map((k) => [k, record[k]]));
+  // Joined from an array: one flat string (a chain of concatenations is a rope that hashing flattens slowly).
+  const parts = new Array<string>(slots);
+  for (let i = 0; i < slots; i++) parts[i] = tags[i] === NO_TAG ? bodies[i]! : TAG_TEXT[tags[i]!]! + bodies[i]!;
+  return { tags, bodies, text: parts.join('\u0000') };
 }
 
 /** The 64-bit content digest (hex) of a fingerprint source, keyed with `key` (null: the unkeyed form). */
@@ -102,9 +137,12 @@ export function contentDigest(source: FingerprintSource, key: FingerprintKey | n
 
 /** The 16-bit hash per field slot of a fingerprint source, keyed with `key` (null: the unkeyed form). */
 export function fieldHashesOf(source: FingerprintSource, key: FingerprintKey | null): number[] {
-  const { parts } = source;
-  const hashes = new Array<number>(parts.length);
-  for (let i = 0; i < parts.length; i++) hashes[i] = key ? key.fieldHash(i, fnv16(parts[i]!)) : fnv16(parts[i]!);
+  const { tags, bodies } = source;
+  const hashes = new Array<number>(tags.length);
+  for (let i = 0; i < tags.length; i++) {
+    const raw = fnv16(tags[i]!, bodies[i]!);
+    hashes[i] = key ? key.fieldHash(i, raw) : raw;
+  }
   return hashes;
 }
 

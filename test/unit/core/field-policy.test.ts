@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +13,7 @@ import {
   DEFAULT_FIELD_POLICY_SPEC,
   EMAIL_PATTERN,
   FieldPolicySpecError,
+  hmacSha256,
   parseFieldPolicySpec,
   protectEvent,
   type FieldPolicySpec,
@@ -232,5 +234,24 @@ describe('the configured policy', () => {
     expect(raw.applyToRecord(review).email).toBe(review.email);
     expect(warnings.join('')).toContain('EVENT_FIELDS_ALLOW_RAW_EMAIL');
     expect(warnings.join('')).toContain('DEAD_LETTER_PAYLOAD');
+  });
+});
+
+describe('hmacSha256', () => {
+  it('equals createHmac for any key (shorter, equal to and longer than the block) and any text', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 200 }), fc.string({ unit: 'binary' }), (key, text) => {
+        const k = Buffer.from(key);
+        expect(hmacSha256(k)(text)).toBe(createHmac('sha256', k).update(text).digest('hex'));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('gives the same digest on repeated calls (its pads are not overwritten by a call)', () => {
+    const f = hmacSha256(Buffer.from('a key of some length'));
+    const first = f('someone@example.org');
+    f('x'.repeat(5_000));
+    expect(f('someone@example.org')).toBe(first);
   });
 });
