@@ -122,11 +122,20 @@ export async function spawnReplica(fleet: Fleet, name: string, env: Record<strin
   const port = await freePort();
   const child = spawnLogged(
     process.execPath,
-    ['--import', 'tsx', 'src/cli.ts', 'run'],
+    bridgeCommand(),
     { ...fleet.env, HTTP_PORT: String(port), ...env },
     join(fleet.dir, `${name}.log`),
   );
   return { name, child, port };
+}
+
+/**
+ * How a replica is started: BENCH_BRIDGE=dist runs the compiled build as the image does (`npm run build` first);
+ * the default runs the sources under tsx, as `npm start` does. tsx keeps function names by wrapping every closure
+ * it creates in a helper call, which the compiled build does not pay.
+ */
+export function bridgeCommand(): string[] {
+  return process.env.BENCH_BRIDGE === 'dist' ? ['dist/src/cli.js', 'run'] : ['--import', 'tsx', 'src/cli.ts', 'run'];
 }
 
 /** The replica id's pid part (<host>:<pid>:<random>), which is how a lease names its holder's process. */
