@@ -1,30 +1,55 @@
+import { totalmem } from 'node:os';
+
 // Node 24 sizes its heap for throughput, not for a small service: the young generation grows to 64 MiB per
 // semi-space, and with a 4 GiB old-space limit V8 lets garbage pile up long before a full collection. Measured with
 // one account of a million reviews (docs/benchmarks.md#memory): 315 MiB of RSS at peak for the compiled build and
 // 356 MiB under tsx with only the semi-space capped, 184 MiB with both caps. So `run` applies both caps itself
-// (src/cli.ts, before the bridge's modules load) when neither the command line nor NODE_OPTIONS sets them, and grows
-// the old-space cap with the number of accounts (an account's whole RSS is under 3 MiB, so 4 MiB of heap each
-// leaves room). An operator's own flags always win.
+// (src/cli.ts, before the bridge's modules load) when neither the command line nor NODE_OPTIONS sets them.
+// The old space grows with the number of accounts, by more than an account's own state (under 3 MiB): V8 lets a
+// heap grow the less between full collections the lower its limit, and ten initial loads at once under a cap of
+// 256 + 4 MiB per account spent a fifth more CPU than under 832 MiB or more, at the same RSS
+// (docs/benchmarks.md#cpu-per-review). It never exceeds three quarters of the memory the process may use (its
+// container's limit, else the machine's), so that V8 collects before the kernel kills. An operator's own flags
+// always win.
 
 /** The young generation's cap when none is given, MiB per semi-space (Node 20's default). */
 export const DEFAULT_SEMI_SPACE_MIB = 16;
 /** The old space's cap for one account when none is given, MiB. */
 export const BASE_OLD_SPACE_MIB = 256;
-/** What each further configured account adds to the old space's cap, MiB. */
-export const OLD_SPACE_MIB_PER_ACCOUNT = 4;
+/** What each further configured account adds to the old space's cap, MiB: room for the pages its passes hold. */
+export const OLD_SPACE_MIB_PER_ACCOUNT = 64;
+/** The largest share of the memory the process may use that the old space's cap takes. */
+export const OLD_SPACE_SHARE_OF_MEMORY = 0.75;
 
 const SEMI_SPACE = /--max[-_]semi[-_]space[-_]size(=|\s|$)/;
 const OLD_SPACE = /--max[-_]old[-_]space[-_]size(=|\s|$)/;
 
+/** The old space's cap for `accounts` accounts in a process that may use `memoryBytes`, MiB. */
+export function oldSpaceCapMib(accounts: number, memoryBytes: number): number {
+  const wanted = BASE_OLD_SPACE_MIB + OLD_SPACE_MIB_PER_ACCOUNT * Math.max(0, accounts - 1);
+  const room = Math.floor((memoryBytes / 2 ** 20) * OLD_SPACE_SHARE_OF_MEMORY);
+  return Math.max(BASE_OLD_SPACE_MIB, Math.min(wanted, room));
+}
+
+/** Bytes this process may use: its cgroup's limit when it has one below the machine's memory, else the machine's. */
+export function availableMemory(): number {
+  const total = totalmem();
+  // Without a limit Node reports 0 or a value far above the machine's memory (2^64 on Linux).
+  const constrained = process.constrainedMemory();
+  return constrained > 0 && constrained < total ? constrained : total;
+}
+
 /** The heap flags `run` adds for `accounts` accounts: none of those the operator already set (argv or NODE_OPTIONS). */
-export function missingHeapFlags(execArgv: readonly string[], nodeOptions: string, accounts: number): string[] {
+export function missingHeapFlags(
+  execArgv: readonly string[],
+  nodeOptions: string,
+  accounts: number,
+  memoryBytes: number = availableMemory(),
+): string[] {
   const given = [...execArgv, nodeOptions].join(' ');
   const flags: string[] = [];
   if (!SEMI_SPACE.test(given)) flags.push(`--max-semi-space-size=${DEFAULT_SEMI_SPACE_MIB}`);
-  if (!OLD_SPACE.test(given)) {
-    const mib = BASE_OLD_SPACE_MIB + OLD_SPACE_MIB_PER_ACCOUNT * Math.max(0, accounts - 1);
-    flags.push(`--max-old-space-size=${mib}`);
-  }
+  if (!OLD_SPACE.test(given)) flags.push(`--max-old-space-size=${oldSpaceCapMib(accounts, memoryBytes)}`);
   return flags;
 }
 

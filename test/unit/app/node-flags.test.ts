@@ -1,14 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { BASE_OLD_SPACE_MIB, missingHeapFlags, OLD_SPACE_MIB_PER_ACCOUNT } from '../../../src/app/node-flags.js';
+import {
+  availableMemory,
+  BASE_OLD_SPACE_MIB,
+  missingHeapFlags,
+  OLD_SPACE_MIB_PER_ACCOUNT,
+  oldSpaceCapMib,
+} from '../../../src/app/node-flags.js';
+
+const GiB = 2 ** 30;
+const MiB = 2 ** 20;
 
 describe('missingHeapFlags', () => {
   it('caps both spaces when nothing is given, the old space by the number of accounts', () => {
-    expect(missingHeapFlags([], '', 1)).toEqual(['--max-semi-space-size=16', '--max-old-space-size=256']);
-    expect(missingHeapFlags([], '', 1_000)).toEqual([
+    expect(missingHeapFlags([], '', 1, 24 * GiB)).toEqual(['--max-semi-space-size=16', '--max-old-space-size=256']);
+    expect(missingHeapFlags([], '', 10, 24 * GiB)).toEqual([
       '--max-semi-space-size=16',
-      `--max-old-space-size=${BASE_OLD_SPACE_MIB + OLD_SPACE_MIB_PER_ACCOUNT * 999}`,
+      `--max-old-space-size=${BASE_OLD_SPACE_MIB + OLD_SPACE_MIB_PER_ACCOUNT * 9}`,
     ]);
-    expect(missingHeapFlags([], '', 0)).toEqual(['--max-semi-space-size=16', '--max-old-space-size=256']);
+    expect(missingHeapFlags([], '', 0, 24 * GiB)).toEqual(['--max-semi-space-size=16', '--max-old-space-size=256']);
   });
 
   it("leaves the operator's flags alone, from the command line or NODE_OPTIONS, in either spelling", () => {
@@ -22,5 +31,37 @@ describe('missingHeapFlags', () => {
 
   it('does not mistake a longer flag of the same prefix for the cap', () => {
     expect(missingHeapFlags(['--max-old-space-size-extra=1'], '', 1)).toContain('--max-old-space-size=256');
+  });
+});
+
+describe('oldSpaceCapMib', () => {
+  it('grows with the accounts up to three quarters of the memory the process may use, never below one account', () => {
+    expect(oldSpaceCapMib(1, 24 * GiB)).toBe(256);
+    expect(oldSpaceCapMib(10, 24 * GiB)).toBe(256 + 9 * OLD_SPACE_MIB_PER_ACCOUNT);
+    expect(oldSpaceCapMib(1_000, 24 * GiB)).toBe(Math.floor(24 * 1024 * 0.75));
+    // A container limited to 384 MiB: ten accounts get 288 MiB, not 832; one account keeps 256 even in 256 MiB.
+    expect(oldSpaceCapMib(10, 384 * MiB)).toBe(288);
+    expect(oldSpaceCapMib(1, 256 * MiB)).toBe(256);
+  });
+
+  it('is monotonic in the accounts and in the memory', () => {
+    for (const memory of [256 * MiB, 1 * GiB, 8 * GiB]) {
+      let last = 0;
+      for (let accounts = 1; accounts <= 200; accounts++) {
+        const cap = oldSpaceCapMib(accounts, memory);
+        expect(cap).toBeGreaterThanOrEqual(last);
+        expect(cap).toBeGreaterThanOrEqual(BASE_OLD_SPACE_MIB);
+        last = cap;
+      }
+    }
+  });
+});
+
+describe('availableMemory', () => {
+  it('is positive and never more than the machine has', async () => {
+    const { totalmem } = await import('node:os');
+    const bytes = availableMemory();
+    expect(bytes).toBeGreaterThan(0);
+    expect(bytes).toBeLessThanOrEqual(totalmem());
   });
 });
