@@ -4,7 +4,8 @@
 #   LOG_NAME=kafka DEFAULT_PORT=39092
 #   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Provides: ROOT (the repository), log, die, usage, parse_clean (--clean argument), port_arg, base_arg,
-# port_listening, free_port, free_base, who_listens, pid_of (pid-file check), stop_pid, ensure_tool, wait_until.
+# port_listening, free_port, free_base, who_listens, pid_of (pid-file check), stop_pid, ensure_tool, apt_install,
+# wait_until.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -115,6 +116,23 @@ ensure_tool() {
   if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then die "$tool not found (install $package)"; fi
   log "$tool not found; installing Debian's $package"
   export DEBIAN_FRONTEND=noninteractive
-  { apt-get update -qq && apt-get install -y -qq "$package"; } >&2 || die "apt-get install $package failed"
+  apt_install "$package" || die "apt-get install $package failed"
   command -v "$tool" >/dev/null || die "$tool still not found after installing $package"
+}
+
+# apt-get update + install, one at a time: tests start topologies in parallel, and the machine's own apt may hold
+# its locks at boot. Our installs queue on a lock file of their own; apt's locks are waited for (DPkg::Lock::Timeout)
+# and a run that still met one is retried, for up to about five minutes in all.
+apt_install() {
+  local attempt
+  for attempt in 1 2 3 4 5 6; do
+    if flock -w 300 /tmp/reviews-bridge-apt.lock bash -c \
+      'apt-get -o DPkg::Lock::Timeout=60 update -qq && apt-get -o DPkg::Lock::Timeout=60 install -y -qq "$1"' \
+      _ "$@" >&2; then
+      return 0
+    fi
+    log "apt-get install $* failed (attempt $attempt); retrying in 10 s"
+    sleep 10
+  done
+  return 1
 }

@@ -48,7 +48,7 @@ ensure_apt_lists() {
   policy="$(apt-cache policy prometheus 2>/dev/null || true)"
   if ! grep -Eq 'Candidate: [0-9]' <<<"$policy"; then
     log "apt lists do not know 'prometheus' yet: apt-get update"
-    as_root apt-get update -qq >&2 || return 1
+    as_root flock -w 300 /tmp/reviews-bridge-apt.lock apt-get -o DPkg::Lock::Timeout=60 update -qq >&2 || return 1
   fi
 }
 
@@ -69,7 +69,7 @@ install_promtool() {
   fi
   rm -rf "$tmp"
   log "apt-get download failed; installing the whole 'prometheus' package"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q prometheus >&2 || die "could not install promtool"
+  as_root flock -w 300 /tmp/reviews-bridge-apt.lock env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=60 install -y -q prometheus >&2 || die "could not install promtool"
 }
 
 main() {
