@@ -227,8 +227,8 @@ export function createFieldPolicy(spec: FieldPolicySpec, hashKey: Buffer | null)
     return value;
   };
 
-  // Runs for every published review: keys rather than entries (no pair per field), no rule lookup where the
-  // node has no rules, and plain values (the usual review field) copied without a call.
+  // Runs for every published review: keys rather than entries (no pair per field), and no rule lookup where the
+  // node has no rules.
   const walkObject = (
     record: Readonly<Record<string, unknown>>,
     node: RuleNode | undefined,
@@ -266,9 +266,7 @@ export function createFieldPolicy(spec: FieldPolicySpec, hashKey: Buffer | null)
         else if (hashKey) out[key] = hash(value);
         continue;
       }
-      if (typeof value === 'string') out[key] = guard && value.includes('@') ? scrub(value) : value;
-      else if (value === null || typeof value !== 'object') out[key] = value;
-      else out[key] = walk(value, child, childInc);
+      out[key] = walk(value, child, childInc);
     }
     return out;
   };

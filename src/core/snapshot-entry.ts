@@ -43,12 +43,11 @@ export interface Fingerprint {
   keyId: number | null;
 }
 
-// FNV-1a of a canonical part, given as its type tag (a char code; NO_TAG for the empty part) and its body: the
-// same value as over the part's text, without building it (a tag glued to a long body is a rope that the
-// character loop reads slowly).
-function fnv16(tag: number, body: string): number {
+// FNV-1a of a canonical part, given as its type tag ('' for the empty part) and its body: the same value as over
+// the part's text, without building it (a tag glued to a long body is a rope that the character loop reads slowly).
+function fnv16(tag: string, body: string): number {
   let h = 0x811c9dc5;
-  if (tag !== NO_TAG) h = Math.imul(h ^ tag, 0x01000193);
+  if (tag !== '') h = Math.imul(h ^ tag.charCodeAt(0), 0x01000193);
   for (let i = 0; i < body.length; i++) {
     h ^= body.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
@@ -56,45 +55,31 @@ function fnv16(tag: number, body: string): number {
   return ((h >>> 16) ^ h) & 0xffff;
 }
 
-const NO_TAG = -1;
-const TAG_STRING = 's'.charCodeAt(0);
-const TAG_NUMBER = 'n'.charCodeAt(0);
-const TAG_TRUE = 't'.charCodeAt(0);
-const TAG_FALSE = 'f'.charCodeAt(0);
-const TAG_JSON = 'j'.charCodeAt(0);
-const TAG_TEXT: Record<number, string> = {
-  [TAG_STRING]: 's',
-  [TAG_NUMBER]: 'n',
-  [TAG_TRUE]: 't',
-  [TAG_FALSE]: 'f',
-  [TAG_JSON]: 'j',
-};
-
 // A canonical, type-tagged text of a field value: cheaper than JSON.stringify for the usual strings and numbers
 // (this runs for every field of every review of every pass), and "1" and 1 still differ. JSON.stringify recurses,
 // which is safe here because only validated reviews are fingerprinted and validation bounds their nesting depth
 // (src/upstream/bounds.ts, maxDepth); the output must not change, or every stored digest would read as an edit.
-// The text is the tag's character followed by the body.
-function canonical(value: unknown, slot: number, tags: number[], bodies: string[]): void {
+// The text is the tag followed by the body.
+function canonical(value: unknown, slot: number, tags: string[], bodies: string[]): void {
   switch (typeof value) {
     case 'string':
-      tags[slot] = TAG_STRING;
+      tags[slot] = 's';
       bodies[slot] = value;
       return;
     case 'number':
-      tags[slot] = TAG_NUMBER;
+      tags[slot] = 'n';
       bodies[slot] = String(value);
       return;
     case 'boolean':
-      tags[slot] = value ? TAG_TRUE : TAG_FALSE;
+      tags[slot] = value ? 't' : 'f';
       bodies[slot] = '';
       return;
     case 'undefined':
-      tags[slot] = NO_TAG;
+      tags[slot] = '';
       bodies[slot] = '';
       return;
     default:
-      tags[slot] = value === null ? NO_TAG : TAG_JSON;
+      tags[slot] = value === null ? '' : 'j';
       bodies[slot] = value === null ? '' : JSON.stringify(value);
   }
 }
@@ -105,7 +90,7 @@ function canonical(value: unknown, slot: number, tags: number[], bodies: string[
  * the fields only when it stores them (an unchanged review needs the digest alone).
  */
 export interface FingerprintSource {
-  tags: number[];
+  tags: string[];
   bodies: string[];
   text: string;
 }
@@ -114,7 +99,7 @@ export interface FingerprintSource {
 export function fingerprintSource(review: Review): FingerprintSource {
   const record = review as Record<string, unknown>;
   const slots = TRACKED_FIELDS.length + 1;
-  const tags = new Array<number>(slots);
+  const tags = new Array<string>(slots);
   const bodies = new Array<string>(slots);
   for (let i = 0; i < TRACKED_FIELDS.length; i++) canonical(record[TRACKED_FIELDS[i]!], i, tags, bodies);
   let extraKeys: string[] | null = null;
@@ -122,11 +107,11 @@ export function fingerprintSource(review: Review): FingerprintSource {
     if (EXCLUDED.has(k) || TRACKED.has(k) || record[k] === undefined || record[k] === null) continue;
     (extraKeys ??= []).push(k);
   }
-  tags[TRACKED_FIELDS.length] = NO_TAG;
+  tags[TRACKED_FIELDS.length] = '';
   bodies[TRACKED_FIELDS.length] = extraKeys === null ? '' : JSON.stringify(extraKeys.sort().map((k) => [k, record[k]]));
   // Joined from an array: one flat string (a chain of concatenations is a rope that hashing flattens slowly).
   const parts = new Array<string>(slots);
-  for (let i = 0; i < slots; i++) parts[i] = tags[i] === NO_TAG ? bodies[i]! : TAG_TEXT[tags[i]!]! + bodies[i]!;
+  for (let i = 0; i < slots; i++) parts[i] = tags[i]! + bodies[i]!;
   return { tags, bodies, text: parts.join('\u0000') };
 }
 
