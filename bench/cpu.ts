@@ -1,7 +1,17 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Session } from 'node:inspector/promises';
-import { benchPasses, cpuMeter, dropAccount, dropTopics, InMemorySource, round, services, writeResult } from './lib.js';
+import {
+  benchPasses,
+  cpuMeter,
+  dropAccount,
+  dropTopics,
+  InMemorySource,
+  PROJECT_ROOT,
+  round,
+  services,
+  writeResult,
+} from './lib.js';
 
 // CPU of the page path per 1,000 reviews, for new reviews (the initial load: every review.created published) and
 // for unchanged reviews (a sweep of an account that did not change). What runs is the bridge's own code in this
@@ -139,7 +149,7 @@ async function profiled(name: string, run: () => Promise<unknown>) {
   await run();
   const { profile } = await session.post('Profiler.stop');
   session.disconnect();
-  const dir = new URL('../.run/cpu-profiles/', import.meta.url);
+  const dir = new URL('.run/cpu-profiles/', PROJECT_ROOT);
   mkdirSync(dir, { recursive: true });
   const file = new URL(`${name}${LABEL ? `-${LABEL}` : ''}.cpuprofile`, dir);
   writeFileSync(file, JSON.stringify(profile));

@@ -88,9 +88,18 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
 }
 
+/**
+ * The project's root: this file is bench/lib.ts under tsx, or .run/bench-dist/bench/lib.js when
+ * scripts/bench-compiled.sh runs a benchmark on the compiled build.
+ */
+export const PROJECT_ROOT = new URL(
+  import.meta.url.includes('/.run/bench-dist/') ? '../../../' : '../',
+  import.meta.url,
+);
+
 /** Writes bench/results/<name>.json and returns its path. */
 export function writeResult(name: string, data: Record<string, unknown>): string {
-  const dir = new URL('./results/', import.meta.url);
+  const dir = new URL('bench/results/', PROJECT_ROOT);
   mkdirSync(dir, { recursive: true });
   const file = new URL(`${name}.json`, dir);
   writeFileSync(

@@ -193,9 +193,13 @@ export function jsonBytesBound(value: unknown, stopAbove = Infinity): number {
       continue;
     }
     // for...in allocates no key array; an inherited enumerable key would only make the bound looser, never short.
+    // Strings and numbers (most members) are counted here, not pushed: the stack stays short.
     for (const key in v) {
       bytes += 4 + key.length * MAX_BYTES_PER_CODE_UNIT;
-      stack.push((v as Record<string, unknown>)[key]);
+      const member = (v as Record<string, unknown>)[key];
+      if (typeof member === 'string') bytes += 2 + member.length * MAX_BYTES_PER_CODE_UNIT;
+      else if (typeof member === 'number') bytes += MAX_NUMBER_BYTES;
+      else stack.push(member);
     }
   }
   return bytes;

@@ -28,8 +28,14 @@ export interface SnapshotEntry {
 /** Field names in fingerprint order; the last slot stands for every field the spec does not list. */
 export const FINGERPRINT_FIELDS: readonly string[] = [...TRACKED_FIELDS, '(other)'];
 
-const EXCLUDED = new Set<string>(['id', 'updated_date', 'client_publication_status', 'pwr_publication_status']);
-const TRACKED = new Set<string>(TRACKED_FIELDS);
+/** The fields the spec lists: the tracked ones and those the fingerprint leaves out (id, date, statuses). */
+const LISTED = new Set<string>([
+  'id',
+  'updated_date',
+  'client_publication_status',
+  'pwr_publication_status',
+  ...TRACKED_FIELDS,
+]);
 const STATUS_CODES = ['', ...KNOWN_STATUSES] as const;
 /** Format 1: unkeyed fingerprints (written before keys); format 2 adds the key id. */
 const LEGACY_VERSION = 1;
@@ -43,13 +49,11 @@ export interface Fingerprint {
   keyId: number | null;
 }
 
-// FNV-1a of a canonical part, given as its type tag ('' for the empty part) and its body: the same value as over
-// the part's text, without building it (a tag glued to a long body is a rope that the character loop reads slowly).
-function fnv16(tag: string, body: string): number {
+// FNV-1a, folded to 16 bits, of the part text[start, end).
+function fnv16(text: string, start: number, end: number): number {
   let h = 0x811c9dc5;
-  if (tag !== '') h = Math.imul(h ^ tag.charCodeAt(0), 0x01000193);
-  for (let i = 0; i < body.length; i++) {
-    h ^= body.charCodeAt(i);
+  for (let i = start; i < end; i++) {
+    h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
   return ((h >>> 16) ^ h) & 0xffff;
@@ -59,60 +63,71 @@ function fnv16(tag: string, body: string): number {
 // (this runs for every field of every review of every pass), and "1" and 1 still differ. JSON.stringify recurses,
 // which is safe here because only validated reviews are fingerprinted and validation bounds their nesting depth
 // (src/upstream/bounds.ts, maxDepth); the output must not change, or every stored digest would read as an edit.
-// The text is the tag followed by the body.
-function canonical(value: unknown, slot: number, tags: string[], bodies: string[]): void {
+// The text is the tag followed by the body; missing and null have neither.
+function tagOf(value: unknown): string {
   switch (typeof value) {
     case 'string':
-      tags[slot] = 's';
-      bodies[slot] = value;
-      return;
+      return 's';
     case 'number':
-      tags[slot] = 'n';
-      bodies[slot] = String(value);
-      return;
+      return 'n';
     case 'boolean':
-      tags[slot] = value ? 't' : 'f';
-      bodies[slot] = '';
-      return;
+      return value ? 't' : 'f';
     case 'undefined':
-      tags[slot] = '';
-      bodies[slot] = '';
-      return;
+      return '';
     default:
-      tags[slot] = value === null ? '' : 'j';
-      bodies[slot] = value === null ? '' : JSON.stringify(value);
+      return value === null ? '' : 'j';
   }
 }
 
+function bodyOf(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return value;
+    case 'number':
+      return String(value);
+    case 'object':
+      return value === null ? '' : JSON.stringify(value);
+    default:
+      return '';
+  }
+}
+
+/** The body of the last slot: every field the spec does not list, sorted by name ('' when there is none). */
+function othersBody(record: Record<string, unknown>): string {
+  let others: string[] | null = null;
+  for (const k in record) {
+    if (LISTED.has(k) || record[k] === undefined || record[k] === null) continue;
+    (others ??= []).push(k);
+  }
+  return others === null ? '' : JSON.stringify(others.sort().map((k) => [k, record[k]]));
+}
+
 /**
- * The canonical text of a review's non-status fields and its parts (one per FINGERPRINT_FIELDS slot, as a type
- * tag and a body): what the content digest and the per-field hashes are made of. Separate so that the diff hashes
- * the fields only when it stores them (an unchanged review needs the digest alone).
+ * The canonical text of a review's non-status fields (one part per FINGERPRINT_FIELDS slot, joined by NUL) and
+ * where each part ends in it: the content digest is made of the text, the per-field hashes of the parts, and only
+ * when an entry is stored (an unchanged review needs the digest alone).
  */
 export interface FingerprintSource {
-  tags: string[];
-  bodies: string[];
   text: string;
+  /** The end (exclusive) of each slot's part in `text`; a part starts one past the previous end (after its NUL). */
+  ends: number[];
 }
 
 /** The fingerprint source of a review (missing and null count as the same value). */
 export function fingerprintSource(review: Review): FingerprintSource {
   const record = review as Record<string, unknown>;
-  const slots = TRACKED_FIELDS.length + 1;
-  const tags = new Array<string>(slots);
-  const bodies = new Array<string>(slots);
-  for (let i = 0; i < TRACKED_FIELDS.length; i++) canonical(record[TRACKED_FIELDS[i]!], i, tags, bodies);
-  let extraKeys: string[] | null = null;
-  for (const k of Object.keys(record)) {
-    if (EXCLUDED.has(k) || TRACKED.has(k) || record[k] === undefined || record[k] === null) continue;
-    (extraKeys ??= []).push(k);
+  const ends = new Array<number>(TRACKED_FIELDS.length + 1);
+  // Concatenated: the digest is a native hash that flattens the text once (cheaper than parts joined from an array).
+  let text = '';
+  for (let i = 0; i < TRACKED_FIELDS.length; i++) {
+    const value = record[TRACKED_FIELDS[i]!];
+    text += tagOf(value) + bodyOf(value);
+    ends[i] = text.length;
+    text += '\u0000';
   }
-  tags[TRACKED_FIELDS.length] = '';
-  bodies[TRACKED_FIELDS.length] = extraKeys === null ? '' : JSON.stringify(extraKeys.sort().map((k) => [k, record[k]]));
-  // Joined from an array: one flat string (a chain of concatenations is a rope that hashing flattens slowly).
-  const parts = new Array<string>(slots);
-  for (let i = 0; i < slots; i++) parts[i] = tags[i]! + bodies[i]!;
-  return { tags, bodies, text: parts.join('\u0000') };
+  text += othersBody(record);
+  ends[TRACKED_FIELDS.length] = text.length;
+  return { text, ends };
 }
 
 /** The 64-bit content digest (hex) of a fingerprint source, keyed with `key` (null: the unkeyed form). */
@@ -122,11 +137,13 @@ export function contentDigest(source: FingerprintSource, key: FingerprintKey | n
 
 /** The 16-bit hash per field slot of a fingerprint source, keyed with `key` (null: the unkeyed form). */
 export function fieldHashesOf(source: FingerprintSource, key: FingerprintKey | null): number[] {
-  const { tags, bodies } = source;
-  const hashes = new Array<number>(tags.length);
-  for (let i = 0; i < tags.length; i++) {
-    const raw = fnv16(tags[i]!, bodies[i]!);
+  const { text, ends } = source;
+  const hashes = new Array<number>(ends.length);
+  let start = 0;
+  for (let i = 0; i < ends.length; i++) {
+    const raw = fnv16(text, start, ends[i]!);
     hashes[i] = key ? key.fieldHash(i, raw) : raw;
+    start = ends[i]! + 1;
   }
   return hashes;
 }

@@ -132,7 +132,16 @@ function walk(root: Record<string, unknown>, limits: RecordLimits): BoundsViolat
       if (FORBIDDEN_KEYS.has(key)) return violation('forbidden_key', owner);
       if (key.length > limits.maxStringLength) return violation('string_too_long', field);
       upperBytes += 4 + key.length * MAX_BYTES_PER_CODE_UNIT;
-      stack.push({ value: object[key], depth: depth + 1, field: owner });
+      // Strings and numbers (most of a review's fields) are checked here, not pushed: no stack entry for each.
+      const member = object[key];
+      if (typeof member === 'string') {
+        if (member.length > limits.maxStringLength) return violation('string_too_long', owner);
+        upperBytes += 2 + member.length * MAX_BYTES_PER_CODE_UNIT;
+      } else if (typeof member === 'number') {
+        upperBytes += MAX_NUMBER_BYTES;
+      } else {
+        stack.push({ value: member, depth: depth + 1, field: owner });
+      }
     }
   }
   if (upperBytes > limits.maxRecordBytes && Buffer.byteLength(JSON.stringify(root)) > limits.maxRecordBytes) {

@@ -90,7 +90,8 @@ export function validateRecords(
     rejects.push({ id: rejectId(raw), reason, detail, raw, position });
     hooks.onReject?.(reason);
   };
-  for (const [index, raw] of records.entries()) {
+  for (let index = 0; index < records.length; index++) {
+    const raw = records[index];
     position = index;
     const violation = checkRecordBounds(raw, limits, now);
     if (violation !== null) {
@@ -149,7 +150,7 @@ function fits(kind: FieldKind, value: unknown): boolean {
 export function plainReview(raw: unknown): Review | null {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
   const record = raw as Record<string, unknown>;
-  const review: Record<string, unknown> = {};
+  let present = 0;
   for (let i = 0; i < FIELD_KEYS.length; i++) {
     const key = FIELD_KEYS[i]!;
     const kind = FIELD_KINDS[i] ?? null;
@@ -157,9 +158,18 @@ export function plainReview(raw: unknown): Review | null {
       if (kind === 'string?' || kind === 'int?') continue;
       return null;
     }
-    const value = record[key];
-    if (kind === null || !fits(kind, value)) return null;
-    review[key] = value;
+    if (kind === null || !fits(kind, record[key])) return null;
+    present++;
+  }
+  // The usual record has every schema field and nothing else: built by one object literal, which is ~20x cheaper
+  // than a property added at a time and gives every review the same compact shape (faster to read downstream).
+  let keys = 0;
+  for (const _ in record) keys++;
+  if (present === FIELD_KEYS.length && keys === present) return fullReview(record) as Review;
+  const review: Record<string, unknown> = {};
+  for (let i = 0; i < FIELD_KEYS.length; i++) {
+    const key = FIELD_KEYS[i]!;
+    if (key in record) review[key] = record[key];
   }
   for (const key in record) {
     if (SHAPE_KEYS.has(key) || key === '__proto__') continue;
@@ -168,4 +178,34 @@ export function plainReview(raw: unknown): Review | null {
     review[key] = value;
   }
   return review as Review;
+}
+
+/**
+ * A review with every schema field, in the schema's order (as zod builds it). Written out so that V8 builds it in
+ * one step; the return type makes the compiler name a field missing or extra here, and validate-fast-path.test.ts
+ * checks the order against ReviewSchema.
+ */
+export function fullReview(r: Record<string, unknown>): { [K in keyof typeof SHAPE]: unknown } {
+  return {
+    id: r.id,
+    updated_date: r.updated_date,
+    client_publication_status: r.client_publication_status,
+    pwr_publication_status: r.pwr_publication_status,
+    headline: r.headline,
+    rating: r.rating,
+    comments: r.comments,
+    nickname: r.nickname,
+    email: r.email,
+    location: r.location,
+    bottom_line: r.bottom_line,
+    locale: r.locale,
+    type: r.type,
+    product_page_id: r.product_page_id,
+    merchant_group_id: r.merchant_group_id,
+    merchant_id: r.merchant_id,
+    created_date: r.created_date,
+    helpful_votes: r.helpful_votes,
+    not_helpful_votes: r.not_helpful_votes,
+    review_source: r.review_source,
+  };
 }

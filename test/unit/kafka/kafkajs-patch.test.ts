@@ -51,6 +51,26 @@ const murmur2 = require('kafkajs/src/producer/partitioners/default/murmur2') as 
 const Record = require('kafkajs/src/protocol/recordBatch/record/v0') as (input: RecordInput) => EncoderValue;
 const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0') as { RecordBatch: RecordBatchFn };
 const encodeRequest = require('kafkajs/src/protocol/request') as RequestFn;
+interface ProduceMessage {
+  key: string;
+  value: string;
+  timestamp: number;
+  headers?: Record<string, string>;
+}
+interface ProduceTopic {
+  topic: string;
+  partitions: { partition: number; firstSequence: number; messages: ProduceMessage[] }[];
+}
+type ProduceRequest = Parameters<RequestFn>[0]['request'];
+const produceV7 = require('kafkajs/src/protocol/requests/produce/v7/request') as (options: {
+  acks: number;
+  timeout: number;
+  transactionalId: string | null;
+  producerId: LongValue;
+  producerEpoch: number;
+  compression: number;
+  topicData: ProduceTopic[];
+}) => ProduceRequest;
 const groupMessagesPerPartition = require('kafkajs/src/producer/groupMessagesPerPartition') as (options: {
   topic: string;
   partitionMetadata: unknown[];
@@ -203,6 +223,94 @@ describe('kafkajs patch (CPU per record): same bytes, same partitions', () => {
         return framed.readInt32BE(0) === rest.length && framed.subarray(4).equals(rest);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('frames a produce request as kafkajs 2.2.4 did: every batch behind its partition and topic, one buffer (property)', async () => {
+    const message = fc.record({
+      key: fc.string({ maxLength: 12 }),
+      value: fc.string({ unit: 'grapheme-ascii', maxLength: 400 }),
+      timestamp: fc.integer({ min: 1_700_000_000_000, max: 1_700_000_100_000 }),
+      headers: fc.option(fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 })), { nil: undefined }),
+    });
+    const topics = fc.array(
+      fc.record({
+        topic: fc.string({ minLength: 1, maxLength: 20 }),
+        partitions: fc.array(
+          fc.record({
+            partition: fc.nat(20),
+            firstSequence: fc.nat(1000),
+            messages: fc.array(message, { minLength: 1, maxLength: 8 }),
+          }),
+          { minLength: 1, maxLength: 3 },
+        ),
+      }),
+      { minLength: 1, maxLength: 3 },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        topics,
+        fc.option(fc.string({ maxLength: 30 })),
+        fc.option(fc.string({ maxLength: 30 })),
+        fc.nat(),
+        async (topicData, transactionalId, clientId, correlationId) => {
+          const producerId = Long.fromValue(7);
+          const request = produceV7({
+            acks: -1,
+            timeout: 30_000,
+            transactionalId,
+            producerId,
+            producerEpoch: 2,
+            compression: 0,
+            topicData,
+          });
+          const framed = (await encodeRequest({ correlationId, clientId, request })).buffer;
+          // kafkajs 2.2.4's layout, built level by level: each batch (checked above) behind its partition header,
+          // each partition array behind its topic, the topics behind the request's fields, all behind the frame.
+          const str = (v: string | null) => {
+            const b = v === null ? Buffer.alloc(0) : Buffer.from(v);
+            const h = Buffer.alloc(2);
+            h.writeInt16BE(v === null ? -1 : b.length);
+            return Buffer.concat([h, b]);
+          };
+          const int = (v: number, bytes: 2 | 4) => {
+            const b = Buffer.alloc(bytes);
+            if (bytes === 2) b.writeInt16BE(v);
+            else b.writeInt32BE(v);
+            return b;
+          };
+          const parts: Buffer[] = [str(transactionalId), int(-1, 2), int(30_000, 4), int(topicData.length, 4)];
+          for (const t of topicData) {
+            parts.push(str(t.topic), int(t.partitions.length, 4));
+            for (const p of t.partitions) {
+              const first = Math.min(...p.messages.map((m) => m.timestamp));
+              const batch = await RecordBatch({
+                compression: 0,
+                records: p.messages.map((m, i) =>
+                  Record({ ...m, offsetDelta: i, timestampDelta: m.timestamp - first }),
+                ),
+                firstTimestamp: first,
+                maxTimestamp: Math.max(...p.messages.map((m) => m.timestamp)),
+                producerId,
+                producerEpoch: 2,
+                firstSequence: p.firstSequence,
+                transactional: Boolean(transactionalId), // as kafkajs: an empty id is not transactional
+                lastOffsetDelta: p.messages.length - 1,
+              });
+              parts.push(int(p.partition, 4), int(batch.buffer.length, 4), batch.buffer);
+            }
+          }
+          const payload = Buffer.concat(parts);
+          const head = Buffer.concat([int(0, 2), int(7, 2), int(correlationId, 4), str(clientId)]);
+          const rest = Buffer.concat([head, payload]);
+          return (
+            framed.readInt32BE(0) === rest.length &&
+            framed.subarray(4).equals(rest) &&
+            (await request.encode()).buffer.equals(payload)
+          );
+        },
+      ),
+      { numRuns: 150 },
     );
   });
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ReviewSchema } from '../../../src/core/review.js';
-import { plainReview, validateRecords } from '../../../src/upstream/validate.js';
+import { fullReview, plainReview, validateRecords } from '../../../src/upstream/validate.js';
 
 // validateRecords skips zod for records that surely pass it (plainReview): it must accept only what ReviewSchema
 // accepts, and return what ReviewSchema returns, key order included (the order is the order of the JSON that
@@ -49,7 +49,66 @@ const record = fc
     return out;
   });
 
+/** Records with every schema field (the usual upstream record, built by one literal), sometimes more or less. */
+const optionalText = fc.option(fc.string({ maxLength: 20 }));
+const optionalNumber = fc.option(fc.integer());
+const full = fc
+  .tuple(
+    fc.record({
+      ...good,
+      nickname: optionalText,
+      email: optionalText,
+      location: optionalText,
+      bottom_line: optionalText,
+      locale: optionalText,
+      type: optionalText,
+      product_page_id: optionalText,
+      merchant_group_id: optionalNumber,
+      merchant_id: optionalNumber,
+      helpful_votes: optionalNumber,
+      not_helpful_votes: optionalNumber,
+      review_source: optionalText,
+    }),
+    fc.array(fc.tuple(fc.constantFrom(...fieldNames), anyValue), { maxLength: 2 }),
+    fc.boolean(),
+  )
+  .map(([base, changes, reverse]) => {
+    const entries: [string, unknown][] = Object.entries(base);
+    for (const [k, v] of changes) entries.push([k, v]);
+    if (reverse) entries.reverse();
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of entries)
+      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    return out;
+  });
+
 describe('validation fast path (plainReview)', () => {
+  it('builds a full record in the schema order of its fields', () => {
+    const raw = Object.fromEntries(Object.keys(ReviewSchema.shape).map((k, i) => [k, i]));
+    expect(Object.keys(fullReview(raw))).toEqual(Object.keys(ReviewSchema.shape));
+    expect(Object.values(fullReview(raw))).toEqual(Object.keys(ReviewSchema.shape).map((_, i) => i));
+  });
+
+  it('matches ReviewSchema on records with every field, some with more or with bad values (property)', () => {
+    let fullShape = 0;
+    fc.assert(
+      fc.property(full, (raw) => {
+        const zod = ReviewSchema.safeParse(raw);
+        const review = plainReview(raw);
+        if (review === null) return true;
+        if (Object.keys(review).length === Object.keys(ReviewSchema.shape).length) fullShape++;
+        return (
+          zod.success &&
+          JSON.stringify(Object.keys(review)) === JSON.stringify(Object.keys(zod.data)) &&
+          Object.keys(review).every((k) => Object.is(review[k], (zod.data as Record<string, unknown>)[k])) &&
+          Object.getPrototypeOf(review) === Object.getPrototypeOf(zod.data)
+        );
+      }),
+      { numRuns: 2000 },
+    );
+    expect(fullShape).toBeGreaterThan(100);
+  }, 60_000);
+
   it('accepts only what ReviewSchema accepts, and returns the same review with the same key order (property)', () => {
     let fast = 0;
     fc.assert(
