@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import v8 from 'node:v8';
 import { pino } from 'pino';
@@ -195,6 +195,33 @@ export function cpuMeter(): () => { userMs: number; systemMs: number; totalMs: n
       totalMs: round((d.user + d.system) / 1000),
     };
   };
+}
+
+/** The machine's busy and total CPU jiffies so far (all cores), from /proc/stat. */
+function cpuJiffies(): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+  const fields = line.trim().split(/\s+/).slice(1).map(Number);
+  const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
+  const total = fields.reduce((sum, v) => sum + v, 0);
+  return { busy: total - idle, total };
+}
+
+/**
+ * Waits until the whole machine has been mostly idle (busy below `busyShare` of all cores) for one second, or
+ * `maxMs` passed; returns the wait. Between measured runs: the broker's work of the previous run (deleting its
+ * topics, cleaning logs) otherwise lands on the same two cores as the next run, and its CPU time grows with that.
+ */
+export async function settle(busyShare = 0.15, maxMs = 30_000): Promise<number> {
+  const t0 = performance.now();
+  let last = cpuJiffies();
+  while (performance.now() - t0 < maxMs) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = cpuJiffies();
+    const share = (now.busy - last.busy) / Math.max(1, now.total - last.total);
+    last = now;
+    if (share < busyShare) break;
+  }
+  return Math.round(performance.now() - t0);
 }
 
 /** Options of the in-memory source. */

@@ -74,7 +74,7 @@ export function entryRecord(id: number, entry: SnapshotEntry, deleted = false): 
   if (entry.keyId === null) throw new Error('only keyed entries may be written to the changelog');
   return {
     key: entryRecordKey(id),
-    value: Buffer.concat([Buffer.from([deleted ? DELETED : LIVE]), encodeEntry(entry)]),
+    value: encodeEntry(entry, deleted ? DELETED : LIVE),
   };
 }
 

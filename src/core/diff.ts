@@ -59,7 +59,7 @@ export function diffReview(input: DiffInput): DiffResult {
     if (review.updated_date === prev.updatedDate && input.fetchedAt < prev.observedAt) return NOTHING;
   }
   const key = input.key ?? null;
-  const source = fingerprintSource(review);
+  const source = fingerprintSource(review, key);
   const digest = contentDigest(source, key);
   const keyId = key ? key.id : null;
   // The per-field hashes are only needed for an entry that is written with new content or for naming changed
@@ -76,11 +76,10 @@ export function diffReview(input: DiffInput): DiffResult {
     };
   }
 
-  const statusChanges = STATUS_FIELDS.filter(
-    (f) => (f === 'client_publication_status' ? prev.client : prev.pwr) !== review[f],
-  );
+  const clientChanged = prev.client !== review.client_publication_status;
+  const pwrChanged = prev.pwr !== review.pwr_publication_status;
   const { changed: contentChanged, rekey } = compareContent(prev, digest, keyId, source);
-  if (statusChanges.length === 0 && !contentChanged) {
+  if (!clientChanged && !pwrChanged && !contentChanged) {
     if (rekey) return { events: [], next: { ...prev, ...keyed(fp()), updatedDate: review.updated_date } };
     return review.updated_date > prev.updatedDate
       ? { events: [], next: { ...prev, updatedDate: review.updated_date } }
@@ -98,8 +97,9 @@ export function diffReview(input: DiffInput): DiffResult {
   };
   const events: ReviewEvent[] = [];
   let sequence = prev.sequence;
-  if (statusChanges.length > 0) {
-    events.push(statusChangedEvent({ ...ctx, previous }, ++sequence, [...statusChanges]));
+  if (clientChanged || pwrChanged) {
+    const statusChanges = STATUS_FIELDS.filter((f) => (f === 'client_publication_status' ? clientChanged : pwrChanged));
+    events.push(statusChangedEvent({ ...ctx, previous }, ++sequence, statusChanges));
   }
   if (contentChanged) {
     // An entry written before keys compares with the unkeyed form, field by field too.

@@ -17,7 +17,8 @@ const MAX_FIELDS = 32;
 export class FingerprintKey {
   /** 16-bit id of the key: entries stored under another key are not compared digest to digest. */
   readonly id: number;
-  private readonly prefix: string;
+  /** What the keyed digest puts before a text: the secret itself (never log it), public for fingerprintSource. */
+  readonly prefix: string;
   private readonly tables: Uint16Array[] = [];
 
   constructor(private readonly secret: Buffer) {
@@ -28,7 +29,15 @@ export class FingerprintKey {
 
   /** The keyed 64-bit digest (hex) of a text. */
   digest(text: string): string {
-    return hash('sha256', this.prefix + text, 'hex').slice(0, 16);
+    return this.digestPrefixed(this.prefix + text);
+  }
+
+  /**
+   * `digest` of a text that already starts with `prefix`: a text built with it is flattened once for the hash,
+   * where prefix + text would copy it again.
+   */
+  digestPrefixed(prefixed: string): string {
+    return hash('sha256', prefixed, 'hex').slice(0, 16);
   }
 
   /** The keyed 64-bit digest (hex) of a text given in chunks: equal to `digest` of the chunks joined. */
@@ -40,7 +49,7 @@ export class FingerprintKey {
 
   /** The keyed image of field `slot`'s 16-bit hash. */
   fieldHash(slot: number, value: number): number {
-    return this.table(slot)[value & 0xffff]!;
+    return (this.tables[slot] ?? this.table(slot))[value & 0xffff]!;
   }
 
   // Fisher-Yates over the 16-bit space with randomness from AES-256-CTR(key): computed once per slot (128 KiB).

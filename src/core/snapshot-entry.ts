@@ -108,17 +108,23 @@ function othersBody(record: Record<string, unknown>): string {
  * when an entry is stored (an unchanged review needs the digest alone).
  */
 export interface FingerprintSource {
+  /** The key's prefix (none when unkeyed), then the canonical text: the keyed digest hashes it as it is. */
   text: string;
+  /** Where the canonical text starts in `text`. */
+  start: number;
   /** The end (exclusive) of each slot's part in `text`; a part starts one past the previous end (after its NUL). */
   ends: number[];
+  /** The key `text` is prefixed for (null: none). */
+  key: FingerprintKey | null;
 }
 
-/** The fingerprint source of a review (missing and null count as the same value). */
-export function fingerprintSource(review: Review): FingerprintSource {
+/** The fingerprint source of a review for `key`'s digest (missing and null count as the same value). */
+export function fingerprintSource(review: Review, key: FingerprintKey | null = null): FingerprintSource {
   const record = review as Record<string, unknown>;
   const ends = new Array<number>(TRACKED_FIELDS.length + 1);
   // Concatenated: the digest is a native hash that flattens the text once (cheaper than parts joined from an array).
-  let text = '';
+  let text = key ? key.prefix : '';
+  const start = text.length;
   for (let i = 0; i < TRACKED_FIELDS.length; i++) {
     const value = record[TRACKED_FIELDS[i]!];
     text += tagOf(value) + bodyOf(value);
@@ -127,19 +133,21 @@ export function fingerprintSource(review: Review): FingerprintSource {
   }
   text += othersBody(record);
   ends[TRACKED_FIELDS.length] = text.length;
-  return { text, ends };
+  return { text, start, ends, key };
 }
 
 /** The 64-bit content digest (hex) of a fingerprint source, keyed with `key` (null: the unkeyed form). */
 export function contentDigest(source: FingerprintSource, key: FingerprintKey | null): string {
-  return key ? key.digest(source.text) : hash('md5', source.text, 'hex').slice(0, 16);
+  if (key === null) return hash('md5', source.text.slice(source.start), 'hex').slice(0, 16);
+  if (key !== source.key) throw new Error('fingerprint source made for another key');
+  return key.digestPrefixed(source.text);
 }
 
 /** The 16-bit hash per field slot of a fingerprint source, keyed with `key` (null: the unkeyed form). */
 export function fieldHashesOf(source: FingerprintSource, key: FingerprintKey | null): number[] {
   const { text, ends } = source;
   const hashes = new Array<number>(ends.length);
-  let start = 0;
+  let start = source.start;
   for (let i = 0; i < ends.length; i++) {
     const raw = fnv16(text, start, ends[i]!);
     hashes[i] = key ? key.fieldHash(i, raw) : raw;
@@ -153,7 +161,7 @@ export function fieldHashesOf(source: FingerprintSource, key: FingerprintKey | n
  * a key, the unkeyed form that entries written before keys hold.
  */
 export function fingerprint(review: Review, key: FingerprintKey | null = null): Fingerprint {
-  const source = fingerprintSource(review);
+  const source = fingerprintSource(review, key);
   return { digest: contentDigest(source, key), fieldHashes: fieldHashesOf(source, key), keyId: key ? key.id : null };
 }
 
@@ -187,24 +195,15 @@ function readStatus(buf: Buffer, offset: number): [string, number] {
   return [buf.toString('utf8', offset + 2, offset + 2 + len), offset + 2 + len];
 }
 
-// An entry is encoded up to three times per commit (the pipeline's check that it can be stored, its changelog
-// record, the Redis script's arguments). Entries are never changed once made (every change is a new object), so
-// the encoding is remembered per entry object; callers only read the buffer.
-const encodings = new WeakMap<SnapshotEntry, Buffer>();
-
-/** Serialises an entry to its compact binary form (the same Buffer for the same entry object: do not modify it). */
-export function encodeEntry(entry: SnapshotEntry): Buffer {
-  let buf = encodings.get(entry);
-  if (buf === undefined) {
-    buf = encodeNow(entry);
-    encodings.set(entry, buf);
-  }
-  return buf;
-}
-
-function encodeNow(entry: SnapshotEntry): Buffer {
+/**
+ * Serialises an entry to its compact binary form, after a `lead` byte when one is given (the changelog's flag:
+ * one buffer instead of a concatenation). Throws for an entry that cannot be stored (a status over 255 bytes, a
+ * number out of its field's range).
+ */
+export function encodeEntry(entry: SnapshotEntry, lead: number | null = null): Buffer {
   const keyed = entry.keyId !== null;
   const size =
+    (lead === null ? 0 : 1) +
     1 +
     (keyed ? 2 : 0) +
     statusSize(entry.client) +
@@ -218,6 +217,7 @@ function encodeNow(entry: SnapshotEntry): Buffer {
   // byte is written below, the digest's bytes too (zeros past a short or non-hex digest, as before).
   const buf = Buffer.allocUnsafe(size);
   let o = 0;
+  if (lead !== null) buf[o++] = lead;
   buf[o++] = keyed ? VERSION : LEGACY_VERSION;
   if (entry.keyId !== null) {
     buf.writeUInt16BE(entry.keyId, o);
@@ -231,14 +231,40 @@ function encodeNow(entry: SnapshotEntry): Buffer {
   o += 6;
   buf.writeUInt32BE(entry.sequence, o);
   o += 4;
-  const written = buf.write(entry.digest, o, 8, 'hex');
-  if (written < 8) buf.fill(0, o + written, o + 8);
+  writeDigest(buf, o, entry.digest);
   o += 8;
+  // Byte stores (writeUInt16BE checks and converts per call); the range check kept for a value that is not a hash.
   for (const h of entry.fieldHashes) {
-    buf.writeUInt16BE(h, o);
-    o += 2;
+    if ((h & 0xffff) !== h) throw new RangeError(`field hash ${h} out of range`);
+    buf[o++] = h >>> 8;
+    buf[o++] = h & 0xff;
   }
   return buf;
+}
+
+// The value of a hex digit's char code, or -1.
+function hexDigit(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return -1;
+}
+
+// The digest's 8 bytes: read directly when it is 16 hex digits (always, from contentDigest); otherwise as
+// Buffer.write does (up to the first non-hex pair), zeros after it.
+function writeDigest(buf: Buffer, o: number, digest: string): void {
+  if (digest.length === 16) {
+    let i = 0;
+    for (; i < 8; i++) {
+      const hi = hexDigit(digest.charCodeAt(2 * i));
+      const lo = hexDigit(digest.charCodeAt(2 * i + 1));
+      if (hi < 0 || lo < 0) break;
+      buf[o + i] = (hi << 4) | lo;
+    }
+    if (i === 8) return;
+  }
+  const written = buf.write(digest, o, 8, 'hex');
+  if (written < 8) buf.fill(0, o + written, o + 8);
 }
 
 /** Parses an entry written by encodeEntry; throws on an unknown version so a format change cannot go unnoticed. */

@@ -108,7 +108,9 @@ export function validateRecords(
       review = result.data;
     }
     for (const field of STATUS_FIELDS) {
-      if (!KNOWN_STATUSES.has(review[field].toUpperCase())) hooks.onUnknownStatus?.(field);
+      // Exact first: statuses come upper-case, and toUpperCase makes a new string each time.
+      const status = review[field];
+      if (!KNOWN_STATUSES.has(status) && !KNOWN_STATUSES.has(status.toUpperCase())) hooks.onUnknownStatus?.(field);
     }
     reviews.push(review);
   }
@@ -154,11 +156,13 @@ export function plainReview(raw: unknown): Review | null {
   for (let i = 0; i < FIELD_KEYS.length; i++) {
     const key = FIELD_KEYS[i]!;
     const kind = FIELD_KINDS[i] ?? null;
-    if (!(key in record)) {
+    const value = record[key];
+    // Only an undefined value needs `in`: absent (an optional field may be) or present as undefined (zod's call).
+    if (value === undefined && !(key in record)) {
       if (kind === 'string?' || kind === 'int?') continue;
       return null;
     }
-    if (kind === null || !fits(kind, record[key])) return null;
+    if (kind === null || !fits(kind, value)) return null;
     present++;
   }
   // The usual record has every schema field and nothing else: built by one object literal, which is ~20x cheaper
