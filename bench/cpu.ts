@@ -1,6 +1,7 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Session } from 'node:inspector/promises';
+import { applyHeapFlags } from '../src/app/node-flags.js';
 import {
   benchPasses,
   cpuMeter,
@@ -29,6 +30,10 @@ import {
 // BENCH_CPU_REVIEWS (default 20000) reviews, BENCH_CPU_REPEAT (default 3) measured runs on fresh accounts (each
 // reported, median in the verdict: the machine is shared), BENCH_CPU_LABEL names the result file
 // (bench/results/cpu-<label>.json, default cpu.json), BENCH_CPU_PROFILE=0 skips the profiled pass.
+
+// Under the heap flags `run` gives a bridge of one account (the process re-executes itself with them, as `run`
+// does; flags given on the command line or in NODE_OPTIONS win): V8's heap sizing changes the CPU of this path.
+applyHeapFlags(1);
 
 const N = Number(process.env.BENCH_CPU_REVIEWS ?? 20_000);
 const REPEAT = Number(process.env.BENCH_CPU_REPEAT ?? 3);
@@ -165,8 +170,7 @@ await account(source, async (sweep) => {
   await sweep();
   await sweep();
 });
-const runs: { newReviews: CaseFigures; unchangedReviews: CaseFigures; loadAverage: number[]; settledMs: number }[] =
-  [];
+const runs: { newReviews: CaseFigures; unchangedReviews: CaseFigures; loadAverage: number[]; settledMs: number }[] = [];
 for (let r = 0; r < REPEAT; r++) {
   const settledMs = await settle();
   const loadAverage = loadavg().map((l) => round(l, 2));
@@ -221,6 +225,7 @@ const result = {
     `(Lua commit, ${redisUrl}); CPU = process.cpuUsage() of this process around the pass (the broker and Redis ` +
     `are other processes); INITIAL_LOAD_MODE=mark, default field policy, no deletion detection`,
   runtime: process.version,
+  nodeFlags: process.execArgv,
   loadAverageAtStart,
   loadAverageAtEnd: loadavg().map((l) => round(l, 2)),
   verdict,

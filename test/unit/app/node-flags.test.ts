@@ -12,18 +12,39 @@ const MiB = 2 ** 20;
 
 describe('missingHeapFlags', () => {
   it('caps both spaces when nothing is given, the old space by the number of accounts', () => {
-    expect(missingHeapFlags([], '', 1, 24 * GiB)).toEqual(['--max-semi-space-size=16', '--max-old-space-size=256']);
+    const growing = '--heap-growing-percent=100';
+    expect(missingHeapFlags([], '', 1, 24 * GiB)).toEqual([
+      '--max-semi-space-size=16',
+      '--max-old-space-size=256',
+      growing,
+    ]);
     expect(missingHeapFlags([], '', 10, 24 * GiB)).toEqual([
       '--max-semi-space-size=16',
       `--max-old-space-size=${BASE_OLD_SPACE_MIB + OLD_SPACE_MIB_PER_ACCOUNT * 9}`,
+      growing,
     ]);
-    expect(missingHeapFlags([], '', 0, 24 * GiB)).toEqual(['--max-semi-space-size=16', '--max-old-space-size=256']);
+    expect(missingHeapFlags([], '', 0, 24 * GiB)).toEqual([
+      '--max-semi-space-size=16',
+      '--max-old-space-size=256',
+      growing,
+    ]);
   });
 
   it("leaves the operator's flags alone, from the command line or NODE_OPTIONS, in either spelling", () => {
-    expect(missingHeapFlags(['--max-old-space-size=1024'], '', 5)).toEqual(['--max-semi-space-size=16']);
-    expect(missingHeapFlags([], '--max_semi_space_size=8', 1)).toEqual(['--max-old-space-size=256']);
-    expect(missingHeapFlags(['--import', 'tsx'], '--max-old-space-size=512 --max-semi-space-size=32', 3)).toEqual([]);
+    expect(missingHeapFlags(['--max-old-space-size=1024'], '', 5)).toEqual([
+      '--max-semi-space-size=16',
+      '--heap-growing-percent=100',
+    ]);
+    expect(missingHeapFlags([], '--max_semi_space_size=8 --heap_growing_percent=50', 1)).toEqual([
+      '--max-old-space-size=256',
+    ]);
+    expect(
+      missingHeapFlags(
+        ['--import', 'tsx', '--heap-growing-percent=20'],
+        '--max-old-space-size=512 --max-semi-space-size=32',
+        3,
+      ),
+    ).toEqual([]);
     // A re-executed process finds its own flags and does not re-execute again.
     const first = missingHeapFlags(['--import', 'tsx'], '', 2);
     expect(missingHeapFlags([...first, '--import', 'tsx'], '', 2)).toEqual([]);
