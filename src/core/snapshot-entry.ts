@@ -108,7 +108,10 @@ function othersBody(record: Record<string, unknown>): string {
  * when an entry is stored (an unchanged review needs the digest alone).
  */
 export interface FingerprintSource {
-  /** The key's prefix (none when unkeyed), then the canonical text: the keyed digest hashes it as it is. */
+  /**
+   * The key's prefix (none when unkeyed), then the canonical text: the keyed digest hashes it as it is. It holds
+   * the key's secret: never log or keep a source.
+   */
   text: string;
   /** Where the canonical text starts in `text`. */
   start: number;

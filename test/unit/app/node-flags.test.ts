@@ -50,6 +50,18 @@ describe('missingHeapFlags', () => {
     expect(missingHeapFlags([...first, '--import', 'tsx'], '', 2)).toEqual([]);
   });
 
+  it("doubles the heap's growth only below a 2 GiB limit, the operator's or its own", () => {
+    expect(missingHeapFlags([], '', 1000, 24 * GiB)).toEqual([
+      '--max-semi-space-size=16',
+      `--max-old-space-size=${oldSpaceCapMib(1000, 24 * GiB)}`,
+    ]);
+    expect(missingHeapFlags([], '', 1000, 2 * GiB)).toContain('--heap-growing-percent=100');
+    expect(missingHeapFlags([], '--max-old-space-size=4096', 1)).toEqual(['--max-semi-space-size=16']);
+    expect(missingHeapFlags(['--max_old_space_size', '1024'], '', 100, 24 * GiB)).toContain(
+      '--heap-growing-percent=100',
+    );
+  });
+
   it('does not mistake a longer flag of the same prefix for the cap', () => {
     expect(missingHeapFlags(['--max-old-space-size-extra=1'], '', 1)).toContain('--max-old-space-size=256');
   });

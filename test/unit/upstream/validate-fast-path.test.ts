@@ -30,6 +30,25 @@ const good = {
 };
 const fieldNames = [...Object.keys(ReviewSchema.shape), 'extra', 'zeta', '__proto__', 'constructor', 'toString'];
 
+/** An object as JSON.parse builds it from these entries: `__proto__` an own key, later duplicates winning. */
+function parsedObject(entries: [string, unknown][]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of entries)
+    Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+  return out;
+}
+
+/** Whether the fast path's review is what ReviewSchema returns for `raw`: same keys in the same order, same values. */
+function sameAsZod(raw: unknown, review: Record<string, unknown>): boolean {
+  const zod = ReviewSchema.safeParse(raw);
+  return (
+    zod.success &&
+    JSON.stringify(Object.keys(review)) === JSON.stringify(Object.keys(zod.data)) &&
+    Object.keys(review).every((k) => Object.is(review[k], (zod.data as Record<string, unknown>)[k])) &&
+    Object.getPrototypeOf(review) === Object.getPrototypeOf(zod.data)
+  );
+}
+
 /** Records close to valid ones: some fields dropped, some replaced by anything, unknown keys added, keys shuffled. */
 const record = fc
   .tuple(
@@ -42,11 +61,7 @@ const record = fc
     const entries: [string, unknown][] = Object.entries(base).filter(([k]) => !dropped.slice(0, 1).includes(k));
     for (const [k, v] of changes) entries.push([k, v]);
     if (reverse) entries.reverse();
-    // As JSON.parse builds it: `__proto__` an own key, later duplicates winning.
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of entries)
-      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
-    return out;
+    return parsedObject(entries);
   });
 
 /** Records with every schema field (the usual upstream record, built by one literal), sometimes more or less. */
@@ -76,10 +91,7 @@ const full = fc
     const entries: [string, unknown][] = Object.entries(base);
     for (const [k, v] of changes) entries.push([k, v]);
     if (reverse) entries.reverse();
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of entries)
-      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
-    return out;
+    return parsedObject(entries);
   });
 
 describe('validation fast path (plainReview)', () => {
@@ -93,16 +105,10 @@ describe('validation fast path (plainReview)', () => {
     let fullShape = 0;
     fc.assert(
       fc.property(full, (raw) => {
-        const zod = ReviewSchema.safeParse(raw);
         const review = plainReview(raw);
         if (review === null) return true;
         if (Object.keys(review).length === Object.keys(ReviewSchema.shape).length) fullShape++;
-        return (
-          zod.success &&
-          JSON.stringify(Object.keys(review)) === JSON.stringify(Object.keys(zod.data)) &&
-          Object.keys(review).every((k) => Object.is(review[k], (zod.data as Record<string, unknown>)[k])) &&
-          Object.getPrototypeOf(review) === Object.getPrototypeOf(zod.data)
-        );
+        return sameAsZod(raw, review);
       }),
       { numRuns: 2000 },
     );
@@ -113,16 +119,10 @@ describe('validation fast path (plainReview)', () => {
     let fast = 0;
     fc.assert(
       fc.property(fc.oneof(record, anyValue), (raw) => {
-        const zod = ReviewSchema.safeParse(raw);
         const review = plainReview(raw);
         if (review === null) return true;
         fast++;
-        return (
-          zod.success &&
-          JSON.stringify(Object.keys(review)) === JSON.stringify(Object.keys(zod.data)) &&
-          Object.keys(review).every((k) => Object.is(review[k], (zod.data as Record<string, unknown>)[k])) &&
-          Object.getPrototypeOf(review) === Object.getPrototypeOf(zod.data)
-        );
+        return sameAsZod(raw, review);
       }),
       { numRuns: 3000 },
     );
