@@ -154,8 +154,10 @@ export function fitEvent(event: ReviewEvent, limitBytes: number): EventFit {
 // Bytes of JSON text a value may take at most: a string's UTF-16 code unit at most 6 (\uXXXX), a number 24
 // (-1.2345678901234567e-308), a key its text plus quotes and colon, a member its comma. Walked iteratively (any
 // depth); stops as soon as the bound passes `stopAbove` (the caller then measures exactly).
-const MAX_BYTES_PER_CODE_UNIT = 6;
-const MAX_NUMBER_BYTES = 24;
+/** At most how many bytes of JSON one UTF-16 code unit of a string takes (\uXXXX). */
+export const MAX_BYTES_PER_CODE_UNIT = 6;
+/** At most how many bytes of JSON a number takes (-1.2345678901234567e-308). */
+export const MAX_NUMBER_BYTES = 24;
 
 /** An upper bound of the UTF-8 bytes of JSON.stringify(value) (headers of the message not included). */
 export function jsonBytesBound(value: unknown, stopAbove = Infinity): number {

@@ -113,8 +113,6 @@ export interface FingerprintSource {
    * the key's secret: never log or keep a source.
    */
   text: string;
-  /** Where the canonical text starts in `text`. */
-  start: number;
   /** The end (exclusive) of each slot's part in `text`; a part starts one past the previous end (after its NUL). */
   ends: number[];
   /** The key `text` is prefixed for (null: none). */
@@ -127,7 +125,6 @@ export function fingerprintSource(review: Review, key: FingerprintKey | null = n
   const ends = new Array<number>(TRACKED_FIELDS.length + 1);
   // Concatenated: the digest is a native hash that flattens the text once (cheaper than parts joined from an array).
   let text = key ? key.prefix : '';
-  const start = text.length;
   for (let i = 0; i < TRACKED_FIELDS.length; i++) {
     const value = record[TRACKED_FIELDS[i]!];
     text += tagOf(value) + bodyOf(value);
@@ -136,12 +133,17 @@ export function fingerprintSource(review: Review, key: FingerprintKey | null = n
   }
   text += othersBody(record);
   ends[TRACKED_FIELDS.length] = text.length;
-  return { text, start, ends, key };
+  return { text, ends, key };
+}
+
+// Where the canonical text starts in a source's text: after its key's prefix.
+function textStart(source: FingerprintSource): number {
+  return source.key ? source.key.prefix.length : 0;
 }
 
 /** The 64-bit content digest (hex) of a fingerprint source, keyed with `key` (null: the unkeyed form). */
 export function contentDigest(source: FingerprintSource, key: FingerprintKey | null): string {
-  if (key === null) return hash('md5', source.text.slice(source.start), 'hex').slice(0, 16);
+  if (key === null) return hash('md5', source.text.slice(textStart(source)), 'hex').slice(0, 16);
   if (key !== source.key) throw new Error('fingerprint source made for another key');
   return key.digestPrefixed(source.text);
 }
@@ -150,7 +152,7 @@ export function contentDigest(source: FingerprintSource, key: FingerprintKey | n
 export function fieldHashesOf(source: FingerprintSource, key: FingerprintKey | null): number[] {
   const { text, ends } = source;
   const hashes = new Array<number>(ends.length);
-  let start = source.start;
+  let start = textStart(source);
   for (let i = 0; i < ends.length; i++) {
     const raw = fnv16(text, start, ends[i]!);
     hashes[i] = key ? key.fieldHash(i, raw) : raw;

@@ -1,3 +1,4 @@
+import { MAX_BYTES_PER_CODE_UNIT, MAX_NUMBER_BYTES } from '../core/event-size.js';
 import { ReviewSchema } from '../core/review.js';
 import type { RejectKind } from './types.js';
 
@@ -47,10 +48,6 @@ export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constr
 
 const KNOWN_FIELDS: ReadonlySet<string> = new Set(Object.keys(ReviewSchema.shape));
 const DATE_FIELDS = ['updated_date', 'created_date'] as const;
-
-// Upper bound of the JSON bytes of a number (e.g. -1.2345678901234567e-308) and of one string code unit (\uXXXX).
-const MAX_NUMBER_BYTES = 24;
-const MAX_BYTES_PER_CODE_UNIT = 6;
 
 /** A top-level field name safe to report: a field of the schema, never a name chosen by the upstream. */
 function fieldLabel(key: string | null): string {
