@@ -31,8 +31,10 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=prod-deps --chown=root:root /app/node_modules ./node_modules
 # The prod-deps stage installs without scripts (no dev tool runs there): the patched packages come from the build
-# stage, where npm ci applied patches/ (kafkajs: no negative timeouts on Node 24, kafkajs#1751).
+# stage, where npm ci applied patches/ (kafkajs: no negative timeouts on Node 24, kafkajs#1751; ioredis: no String
+# subclass at load, which slows every charCodeAt in the process). Every patched package must be copied here.
 COPY --from=build --chown=root:root /app/node_modules/kafkajs ./node_modules/kafkajs
+COPY --from=build --chown=root:root /app/node_modules/ioredis ./node_modules/ioredis
 COPY --from=build --chown=root:root /app/dist ./dist
 COPY --chown=root:root package.json ./
 # Files stay owned by root and read-only for the process: it runs as the unprivileged `node` user (uid 1000)

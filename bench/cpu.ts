@@ -12,6 +12,7 @@ import {
   round,
   services,
   settle,
+  speedProbe,
   writeResult,
 } from './lib.js';
 
@@ -25,7 +26,11 @@ import {
 //
 // Then one more pass of each case under the V8 profiler (node:inspector, as `node --cpu-prof` records it, but only
 // around the pass): the top frames by self time, and self time by area (file), go to the result; the .cpuprofile
-// files to .run/cpu-profiles/ (open them in Chrome DevTools).
+// files to .run/cpu-profiles/ (open them in Chrome DevTools); then one more of each under the sampling heap
+// profiler (bytes allocated per review, by function).
+//
+// A speed probe runs before and after each measured pass (speedProbe in lib.ts): this machine's speed changes by up
+// to a factor of two from one minute to the next, so each run is also given scaled to the fastest probe seen.
 //
 // BENCH_CPU_REVIEWS (default 20000) reviews, BENCH_CPU_REPEAT (default 3) measured runs on fresh accounts (each
 // reported, median in the verdict: the machine is shared), BENCH_CPU_LABEL names the result file
@@ -52,9 +57,15 @@ interface CaseFigures {
   cpuMsPer1000Reviews: number;
   /** CPU of the main (JavaScript) thread only: no GC helper or libuv threads; varies less on a busy machine. */
   mainThreadCpuMsPer1000Reviews: number;
+  /** The speed probe's ms around the pass (mean of the one before and the one after; see speedProbe). */
+  probeMs: number;
 }
 
+/** Every speed probe of this process: the fastest is the machine's undisturbed speed, as far as this run saw it. */
+const probes: number[] = [];
+
 async function measure(run: () => Promise<{ reviews: number; events: number }>): Promise<CaseFigures> {
+  const probeBefore = speedProbe();
   const cpu = cpuMeter();
   const thread0 = process.threadCpuUsage();
   const t0 = performance.now();
@@ -62,6 +73,8 @@ async function measure(run: () => Promise<{ reviews: number; events: number }>):
   const seconds = (performance.now() - t0) / 1000;
   const c = cpu();
   const thread = process.threadCpuUsage(thread0);
+  const probeMs = (probeBefore + speedProbe()) / 2;
+  probes.push(probeBefore, probeMs);
   return {
     reviews,
     events,
@@ -71,6 +84,7 @@ async function measure(run: () => Promise<{ reviews: number; events: number }>):
     systemMs: c.systemMs,
     cpuMsPer1000Reviews: round(c.totalMs / (reviews / 1000), 1),
     mainThreadCpuMsPer1000Reviews: round((thread.user + thread.system) / 1000 / (reviews / 1000), 1),
+    probeMs: round(probeMs, 2),
   };
 }
 
@@ -146,6 +160,54 @@ function summarise(profile: { nodes: ProfileNode[]; samples?: number[]; timeDelt
   };
 }
 
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/** Bytes allocated by function (self) from a V8 sampling heap profile, top first. */
+function allocations(root: HeapNode, reviews: number, top = 20) {
+  const bytes = new Map<string, number>();
+  let total = 0;
+  const stack = [root];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const file = url.replace(/^file:\/\//, '').replace(/^.*?\/(node_modules|src|bench)\//, '$1/');
+    const name = `${functionName || '(anonymous)'} ${file ? `${file}:${lineNumber + 1}` : ''}`.trim();
+    bytes.set(name, (bytes.get(name) ?? 0) + node.selfSize);
+    total += node.selfSize;
+    stack.push(...node.children);
+  }
+  return {
+    bytesPerReview: Math.round(total / reviews),
+    top: [...bytes.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([name, b]) => ({ name, bytesPerReview: Math.round(b / reviews), percent: round((100 * b) / total, 1) })),
+  };
+}
+
+/**
+ * Bytes allocated per review, by function: V8's sampling heap profiler with the young generation's garbage kept
+ * in the samples (what the collector has to sweep, not only what survives).
+ */
+async function allocationProfiled(run: () => Promise<{ reviews: number }>) {
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  const { reviews } = await run();
+  const { profile } = await session.post('HeapProfiler.stopSampling');
+  session.disconnect();
+  return allocations(profile.head as unknown as HeapNode, reviews);
+}
+
 async function profiled(name: string, run: () => Promise<unknown>) {
   const session = new Session();
   session.connect();
@@ -170,6 +232,11 @@ await account(source, async (sweep) => {
   await sweep();
   await sweep();
 });
+// The machine's undisturbed speed, as far as this run can see it: probes spread over a few seconds of idle.
+for (let i = 0; i < 10; i++) {
+  probes.push(speedProbe());
+  await new Promise((resolve) => setTimeout(resolve, 300));
+}
 const runs: { newReviews: CaseFigures; unchangedReviews: CaseFigures; loadAverage: number[]; settledMs: number }[] = [];
 for (let r = 0; r < REPEAT; r++) {
   const settledMs = await settle();
@@ -186,9 +253,11 @@ for (let r = 0; r < REPEAT; r++) {
   runs.push(run);
   console.log(
     `run ${r + 1}: new ${run.newReviews.cpuMsPer1000Reviews} ms CPU/1,000 ` +
-      `(main thread ${run.newReviews.mainThreadCpuMsPer1000Reviews}, ${run.newReviews.seconds} s), ` +
+      `(main thread ${run.newReviews.mainThreadCpuMsPer1000Reviews}, ${run.newReviews.seconds} s, ` +
+      `probe ${run.newReviews.probeMs} ms), ` +
       `unchanged ${run.unchangedReviews.cpuMsPer1000Reviews} ms CPU/1,000 ` +
-      `(main thread ${run.unchangedReviews.mainThreadCpuMsPer1000Reviews}, ${run.unchangedReviews.seconds} s), ` +
+      `(main thread ${run.unchangedReviews.mainThreadCpuMsPer1000Reviews}, ${run.unchangedReviews.seconds} s, ` +
+      `probe ${run.unchangedReviews.probeMs} ms), ` +
       `load ${loadAverage.join(' ')}`,
   );
 }
@@ -198,11 +267,20 @@ const profiles = PROFILE
       unchangedReviews: await profiled('unchanged-reviews', sweep),
     }))
   : null;
+const allocation = PROFILE
+  ? await account(source, async (sweep) => ({
+      newReviews: await allocationProfiled(sweep),
+      unchangedReviews: await allocationProfiled(sweep),
+    }))
+  : null;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
+const probeReferenceMs = round(Math.min(...probes), 2);
 const verdict = Object.fromEntries(
   (['newReviews', 'unchangedReviews'] as const).map((k) => {
     const measured = median(runs.map((r) => r[k].cpuMsPer1000Reviews));
     const all = runs.map((r) => r[k].cpuMsPer1000Reviews);
+    // Each run scaled to the fastest speed the probe saw: what the same work costs on the undisturbed machine.
+    const atFastest = runs.map((r) => round((r[k].cpuMsPer1000Reviews * probeReferenceMs) / r[k].probeMs, 1));
     return [
       k,
       {
@@ -213,6 +291,12 @@ const verdict = Object.fromEntries(
         allRuns: all,
         mainThreadAllRuns: runs.map((r) => r[k].mainThreadCpuMsPer1000Reviews),
         met: measured <= TARGETS[k],
+        probeReferenceMs,
+        atFastestSpeed: {
+          medianMsPer1000: median(atFastest),
+          allRuns: atFastest,
+          met: median(atFastest) <= TARGETS[k],
+        },
       },
     ];
   }),
@@ -231,8 +315,9 @@ const result = {
   verdict,
   runs,
   profiles,
+  allocation,
 };
 const file = writeResult(LABEL ? `cpu-${LABEL}` : 'cpu', result);
-console.log(JSON.stringify({ verdict, profiles }, null, 2));
+console.log(JSON.stringify({ verdict, profiles, allocation }, null, 2));
 console.log(`written ${file}`);
 process.exit(0);

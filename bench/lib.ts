@@ -224,6 +224,32 @@ export async function settle(busyShare = 0.15, maxMs = 30_000): Promise<number> 
   return Math.round(performance.now() - t0);
 }
 
+// The probe's JSON: a review as the simulator makes it.
+const PROBE_REVIEW = JSON.stringify(generateBaseReview(1, 1));
+
+/**
+ * This thread's speed now: milliseconds of a fixed piece of work (JSON parse and serialise of a review, integer
+ * arithmetic), the least of `tries`. On a shared virtual machine the same work can take twice as long from one
+ * minute to the next (seen here with nothing else running in the guest) and the guest counts that as CPU time, so
+ * a CPU figure means little without the speed it was measured at.
+ */
+export function speedProbe(tries = 3): number {
+  let best = Infinity;
+  for (let t = 0; t < tries; t++) {
+    const t0 = performance.now();
+    // No string builtins in the arithmetic: their speed depends on V8's protectors, which the code under test
+    // may change (a String subclass anywhere slows charCodeAt several times), and the probe must not follow them.
+    let h = 0;
+    for (let i = 0; i < 400; i++) {
+      h ^= JSON.stringify(JSON.parse(PROBE_REVIEW)).length;
+      for (let c = 0; c < 400; c++) h = Math.imul(h ^ c, 0x01000193);
+    }
+    best = Math.min(best, performance.now() - t0);
+    if (h === 0.5) console.log(h); // keeps the loop's result alive
+  }
+  return best;
+}
+
 /** Options of the in-memory source. */
 export interface InMemorySourceOptions {
   /** Reviews 1..count. */

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   deletedEvent,
@@ -25,6 +27,23 @@ describe('event ids', () => {
         eventId('urn:a', 1, 1, 'y'),
       ]).size,
     ).toBe(5);
+  });
+
+  it('are the version-5 layout of the SHA-1 of their name, byte for byte (property)', () => {
+    // The UUID as RFC 9562 builds it from the digest's bytes: version 5 in byte 6, variant 10 in byte 8.
+    const reference = (source: string, review: number, sequence: number, state: string): string => {
+      const d = createHash('sha1').update(`${source}\n${review}\n${sequence}\n${state}`).digest();
+      d[6] = (d[6]! & 0x0f) | 0x50;
+      d[8] = (d[8]! & 0x3f) | 0x80;
+      const h = d.toString('hex', 0, 16);
+      return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+    };
+    fc.assert(
+      fc.property(fc.string(), fc.nat(), fc.integer({ min: 1 }), fc.string(), (source, review, sequence, state) => {
+        expect(eventId(source, review, sequence, state)).toBe(reference(source, review, sequence, state));
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 

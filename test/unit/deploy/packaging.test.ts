@@ -192,6 +192,20 @@ describe('Dockerfile', () => {
     expect(existsSync(join(ROOT, 'src/cli.ts'))).toBe(true);
   });
 
+  it('copies every package patched under patches/ from the build stage (the runtime install runs no scripts)', () => {
+    const patched = readdirSync(join(ROOT, 'patches'))
+      .filter((f) => f.endsWith('.patch'))
+      .map((f) => f.replace(/\+[^+]+\.patch$/, '').replace('+', '/'));
+    expect(patched).toContain('kafkajs');
+    const fromBuild = ins.filter((i) => i.op === 'COPY' && /--from=build\b/.test(i.args)).map((i) => i.args);
+    for (const pkg of patched) {
+      expect(
+        fromBuild.some((args) => args.includes(`/app/node_modules/${pkg} ./node_modules/${pkg}`)),
+        pkg,
+      ).toBe(true);
+    }
+  });
+
   it('every COPY source exists and is not excluded by .dockerignore', () => {
     const copies = ins.filter((i) => (i.op === 'COPY' || i.op === 'ADD') && !/--from=/.test(i.args));
     expect(copies.length).toBeGreaterThan(0);

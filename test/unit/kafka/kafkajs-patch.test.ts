@@ -71,6 +71,12 @@ const produceV7 = require('kafkajs/src/protocol/requests/produce/v7/request') as
   compression: number;
   topicData: ProduceTopic[];
 }) => ProduceRequest;
+interface Crc32C {
+  (buffer: Buffer): number;
+  portable: (buffer: Buffer) => number;
+  native: ((buffer: Buffer) => number) | null;
+}
+const crc32C = require('kafkajs/src/protocol/recordBatch/crc32C/crc32C') as Crc32C;
 const groupMessagesPerPartition = require('kafkajs/src/producer/groupMessagesPerPartition') as (options: {
   topic: string;
   partitionMetadata: unknown[];
@@ -205,6 +211,28 @@ describe('kafkajs patch (CPU per record): same bytes, same partitions', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it('the CRC-32C of a batch is the checksum, native and portable alike, of any part of a buffer (property)', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 3000 }), fc.nat(), fc.nat(), (data, a, b) => {
+        const whole = Buffer.from(data);
+        const start = whole.length === 0 ? 0 : a % whole.length;
+        const part = whole.subarray(start, start + (b % (whole.length - start + 1)));
+        const expected = crc32cReference(part);
+        return (
+          crc32C(part) === expected &&
+          crc32C.portable(part) === expected &&
+          (crc32C.native === null || crc32C.native(part) === expected)
+        );
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('takes the native checksum where @node-rs/crc32 has a prebuilt addon (Linux x64, the CI and the image)', () => {
+    if (process.platform === 'linux' && process.arch === 'x64') expect(crc32C.native).toBeTypeOf('function');
+    expect(crc32C(Buffer.from('123456789'))).toBe(0xe3069283);
   });
 
   it('frames a request as before: size, api key and version, correlation id, client id, payload (property)', async () => {
