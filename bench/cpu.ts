@@ -73,8 +73,9 @@ async function measure(run: () => Promise<{ reviews: number; events: number }>):
   const seconds = (performance.now() - t0) / 1000;
   const c = cpu();
   const thread = process.threadCpuUsage(thread0);
-  const probeMs = (probeBefore + speedProbe()) / 2;
-  probes.push(probeBefore, probeMs);
+  const probeAfter = speedProbe();
+  const probeMs = (probeBefore + probeAfter) / 2;
+  probes.push(probeBefore, probeAfter);
   return {
     reviews,
     events,
@@ -103,6 +104,17 @@ async function account<T>(
   }
 }
 
+/** A profile frame's file, relative to the project (node_modules/..., src/..., bench/...). */
+function frameFile(url: string): string {
+  return url.replace(/^file:\/\//, '').replace(/^.*?\/(node_modules|src|bench)\//, '$1/');
+}
+
+/** A profile frame's name: the function, then file:line. */
+function frameName({ functionName, url, lineNumber }: ProfileNode['callFrame']): string {
+  const file = frameFile(url);
+  return `${functionName || '(anonymous)'} ${file ? `${file}:${lineNumber + 1}` : ''}`.trim();
+}
+
 interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -129,9 +141,10 @@ function summarise(profile: { nodes: ProfileNode[]; samples?: number[]; timeDelt
   const frames = new Map<string, number>();
   const areas = new Map<string, number>();
   for (const [id, us] of selfUs) {
-    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
-    const file = url.replace(/^file:\/\//, '').replace(/^.*?\/(node_modules|src|bench)\//, '$1/');
-    const name = `${functionName || '(anonymous)'} ${file ? `${file}:${lineNumber + 1}` : ''}`.trim();
+    const { callFrame } = byId.get(id)!;
+    const { functionName, url } = callFrame;
+    const file = frameFile(url);
+    const name = frameName(callFrame);
     frames.set(name, (frames.get(name) ?? 0) + us);
     const area = !url
       ? functionName.startsWith('(')
@@ -161,7 +174,7 @@ function summarise(profile: { nodes: ProfileNode[]; samples?: number[]; timeDelt
 }
 
 interface HeapNode {
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: ProfileNode['callFrame'];
   selfSize: number;
   children: HeapNode[];
 }
@@ -173,9 +186,7 @@ function allocations(root: HeapNode, reviews: number, top = 20) {
   const stack = [root];
   while (stack.length > 0) {
     const node = stack.pop()!;
-    const { functionName, url, lineNumber } = node.callFrame;
-    const file = url.replace(/^file:\/\//, '').replace(/^.*?\/(node_modules|src|bench)\//, '$1/');
-    const name = `${functionName || '(anonymous)'} ${file ? `${file}:${lineNumber + 1}` : ''}`.trim();
+    const name = frameName(node.callFrame);
     bytes.set(name, (bytes.get(name) ?? 0) + node.selfSize);
     total += node.selfSize;
     stack.push(...node.children);
