@@ -6,7 +6,7 @@ import { EMPTY_CHANGELOG_CHECKPOINT } from '../src/core/changelog.js';
 import { FingerprintKey } from '../src/core/fingerprint-key.js';
 import { encodeEntry, type SnapshotEntry } from '../src/core/snapshot-entry.js';
 import { DEFAULT_PRIVACY } from '../src/config/privacy.js';
-import { RecordEncoder } from '../src/kafka/encoding.js';
+import { byTopic, RecordEncoder } from '../src/kafka/encoding.js';
 import type { BridgeConfig } from '../src/config/config.js';
 import { generateBaseReview } from '../src/simulator/data.js';
 import { listingRecords, validateRecords } from '../src/upstream/validate.js';
@@ -110,13 +110,10 @@ stages.diffNew = await time((p) => diffPage(pages[p]!, input(none)));
 stages.diffUnchanged = await time((p) => diffPage(pages[p]!, input(knownOf[p]!)));
 stages.kafkaRecords = await time(records);
 stages.kafkaBatches = await time(async (p) => {
-  const byTopic = new Map<string, unknown[]>();
-  for (const o of outgoing[p]!) {
-    let list = byTopic.get(o.topic);
-    if (!list) byTopic.set(o.topic, (list = []));
-    list.push(Record.plan({ ...o.message, offsetDelta: list.length, timestampDelta: 0 }));
+  for (const { messages } of byTopic(outgoing[p]!)) {
+    const recordPlans = messages.map((m, i) => Record.plan({ ...m, offsetDelta: i, timestampDelta: 0 }));
+    await RecordBatch({ recordPlans, compression: 0 });
   }
-  for (const recordPlans of byTopic.values()) await RecordBatch({ recordPlans, compression: 0 });
 });
 stages.redisEntries = await time((p) => {
   for (const entry of knownOf[p]!.values()) encodeEntry(entry);
