@@ -8,7 +8,7 @@ import { startMultiSimulator, type MultiSimulator } from '../src/simulator/index
 import type { SimulatorOptions } from '../src/simulator/types.js';
 import { SnapshotStore, type Checkpoint, type PassProgress } from '../src/redis/snapshot-store.js';
 import { freePort, ROOT, spawnLogged, type Child } from '../test/helpers/processes.js';
-import { dropTopics, percentile, round, services, uniqueName } from './lib.js';
+import { dropTopics, imageNodeFlags, percentile, round, services, uniqueName } from './lib.js';
 
 // Pieces of the multi-account benchmarks: a fleet (one multi-account simulator in this process, an accounts file,
 // a key prefix and shared topics of its own), bridge replicas as child processes with their CPU and RSS read from
@@ -132,10 +132,13 @@ export async function spawnReplica(fleet: Fleet, name: string, env: Record<strin
 /**
  * How a replica is started: BENCH_BRIDGE=dist runs the compiled build as the image does (`npm run build` first);
  * the default runs the sources under tsx, as `npm start` does. tsx keeps function names by wrapping every closure
- * it creates in a helper call, which the compiled build does not pay.
+ * it creates in a helper call, which the compiled build does not pay. BENCH_NODE_FLAGS go first (imageNodeFlags).
  */
 export function bridgeCommand(): string[] {
-  return process.env.BENCH_BRIDGE === 'dist' ? ['dist/src/cli.js', 'run'] : ['--import', 'tsx', 'src/cli.ts', 'run'];
+  const flags = imageNodeFlags();
+  return process.env.BENCH_BRIDGE === 'dist'
+    ? [...flags, 'dist/src/cli.js', 'run']
+    : [...flags, '--import', 'tsx', 'src/cli.ts', 'run'];
 }
 
 /** The replica id's pid part (<host>:<pid>:<random>), which is how a lease names its holder's process. */

@@ -1,5 +1,6 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { constants, PerformanceObserver, type PerformanceObserverEntryList } from 'node:perf_hooks';
 import { Session } from 'node:inspector/promises';
 import { applyHeapFlags } from '../src/app/node-flags.js';
 import {
@@ -27,7 +28,8 @@ import {
 // Then one more pass of each case under the V8 profiler (node:inspector, as `node --cpu-prof` records it, but only
 // around the pass): the top frames by self time, and self time by area (file), go to the result; the .cpuprofile
 // files to .run/cpu-profiles/ (open them in Chrome DevTools); then one more of each under the sampling heap
-// profiler (bytes allocated per review, by function).
+// profiler (bytes allocated per review, by function; BENCH_CPU_ALLOC_SURVIVORS=1: only what survived a young
+// collection, which is what V8 copies and promotes). Each measured pass records the collector's pauses by kind.
 //
 // A speed probe runs before and after each measured pass (speedProbe in lib.ts): this machine's speed changes by up
 // to a factor of two from one minute to the next, so each run is also given scaled to the fastest probe seen.
@@ -59,6 +61,38 @@ interface CaseFigures {
   mainThreadCpuMsPer1000Reviews: number;
   /** The speed probe's ms around the pass (mean of the one before and the one after; see speedProbe). */
   probeMs: number;
+  /** The collector's pauses of the JavaScript thread during the pass, by kind: how many, and ms in all. */
+  gc: Record<string, { count: number; ms: number }>;
+}
+
+const GC_KINDS: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'scavenge',
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'markCompact',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakCallbacks',
+};
+
+/** Collects the GC entries Node reports (perf_hooks) until the returned function is called. */
+function gcPauses(): () => CaseFigures['gc'] {
+  const byKind: CaseFigures['gc'] = {};
+  // A gc entry's detail holds its kind (Node's NodeGCPerformanceDetail).
+  const add = (entries: ReturnType<PerformanceObserverEntryList['getEntries']>) => {
+    for (const entry of entries) {
+      const { detail } = entry as unknown as { detail: { kind: number } };
+      const kind = GC_KINDS[detail.kind] ?? 'other';
+      const k = (byKind[kind] ??= { count: 0, ms: 0 });
+      k.count++;
+      k.ms += entry.duration;
+    }
+  };
+  const observer = new PerformanceObserver((list) => add(list.getEntries()));
+  observer.observe({ entryTypes: ['gc'] });
+  return () => {
+    add(observer.takeRecords());
+    observer.disconnect();
+    for (const k of Object.values(byKind)) k.ms = round(k.ms, 1);
+    return byKind;
+  };
 }
 
 /** Every speed probe of this process: the fastest is the machine's undisturbed speed, as far as this run saw it. */
@@ -66,6 +100,7 @@ const probes: number[] = [];
 
 async function measure(run: () => Promise<{ reviews: number; events: number }>): Promise<CaseFigures> {
   const probeBefore = speedProbe();
+  const gc = gcPauses();
   const cpu = cpuMeter();
   const thread0 = process.threadCpuUsage();
   const t0 = performance.now();
@@ -73,6 +108,7 @@ async function measure(run: () => Promise<{ reviews: number; events: number }>):
   const seconds = (performance.now() - t0) / 1000;
   const c = cpu();
   const thread = process.threadCpuUsage(thread0);
+  const pauses = gc();
   const probeAfter = speedProbe();
   const probeMs = (probeBefore + probeAfter) / 2;
   probes.push(probeBefore, probeAfter);
@@ -86,6 +122,7 @@ async function measure(run: () => Promise<{ reviews: number; events: number }>):
     cpuMsPer1000Reviews: round(c.totalMs / (reviews / 1000), 1),
     mainThreadCpuMsPer1000Reviews: round((thread.user + thread.system) / 1000 / (reviews / 1000), 1),
     probeMs: round(probeMs, 2),
+    gc: pauses,
   };
 }
 
@@ -211,7 +248,7 @@ async function allocationProfiled(run: () => Promise<{ reviews: number }>) {
   await session.post('HeapProfiler.startSampling', {
     samplingInterval: 4096,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: process.env.BENCH_CPU_ALLOC_SURVIVORS !== '1',
   });
   const { reviews } = await run();
   const { profile } = await session.post('HeapProfiler.stopSampling');

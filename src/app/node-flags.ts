@@ -14,7 +14,14 @@ import { totalmem } from 'node:os';
 // spent 81-87 ms of CPU per 1,000 new reviews instead of 54-59 with the heap doubling (--heap-growing-percent=100),
 // so `run` sets that for limits below 2 GiB. From 2 GiB V8 allows up to 4 times by itself, and the flag (which
 // replaces V8's choice) would only hold it back: 1,000 accounts on two replicas (18 GiB caps here) used less
-// memory with it, at a worse steady-state p99 (2.3 s against 1.3). An operator's own flags always win.
+// memory with it, at a worse steady-state p99 (2.3 s against 1.3).
+// And `run` turns off V8's allocation-site pretenuring. A page's objects (its 100 reviews, their events) are alive
+// for a page or two, and V8 samples survival at a scavenge: when it finds a page's worth of them all alive (a page
+// in flight), it decides that their allocation sites make long-lived objects and allocates every later page's
+// straight into the old space, for good. In about half of the processes measured it did, and an initial load there
+// ran 4-5 full collections per 20,000 reviews instead of 1, with the scavenges twice as long: a median of 61.7 ms of
+// CPU per 1,000 new reviews in such a process against 52.1 with the flag, same code (docs/benchmarks.md). An
+// operator's own flags always win.
 
 /** The young generation's cap when none is given, MiB per semi-space (Node 20's default). */
 export const DEFAULT_SEMI_SPACE_MIB = 16;
@@ -28,10 +35,13 @@ export const OLD_SPACE_SHARE_OF_MEMORY = 0.75;
 export const HEAP_GROWING_PERCENT = 100;
 /** The old-space cap from which V8's own growth (up to 4 times) is left alone, MiB. */
 export const HEAP_GROWING_BELOW_MIB = 2048;
+/** V8's pretenuring off: it takes the page path's short-lived objects for long-lived ones (see above). */
+export const NO_PRETENURING = '--no-allocation-site-pretenuring';
 
 const SEMI_SPACE = /--max[-_]semi[-_]space[-_]size(=|\s|$)/;
 const OLD_SPACE = /--max[-_]old[-_]space[-_]size(=|\s|$)/;
 const HEAP_GROWING = /--heap[-_]growing[-_]percent(=|\s|$)/;
+const PRETENURING = /--(no[-_])?allocation[-_]site[-_]pretenuring(=|\s|$)/;
 const OLD_SPACE_VALUE = /--max[-_]old[-_]space[-_]size[=\s](\d+)/;
 
 /** The old space's cap for `accounts` accounts in a process that may use `memoryBytes`, MiB. */
@@ -65,6 +75,7 @@ export function missingHeapFlags(
   if (!HEAP_GROWING.test(given) && limit < HEAP_GROWING_BELOW_MIB) {
     flags.push(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   }
+  if (!PRETENURING.test(given)) flags.push(NO_PRETENURING);
   return flags;
 }
 

@@ -193,11 +193,15 @@ function writeStatus(buf: Buffer, offset: number, status: string): number {
   return offset + 2 + bytes.length;
 }
 
-function readStatus(buf: Buffer, offset: number): [string, number] {
+// A status at `offset`: a code byte, or 0, a length byte and the UTF-8 text. statusEnd says where it ends.
+function readStatus(buf: Buffer, offset: number): string {
   const code = buf[offset]!;
-  if (code > 0) return [STATUS_CODES[code] ?? '', offset + 1];
-  const len = buf[offset + 1]!;
-  return [buf.toString('utf8', offset + 2, offset + 2 + len), offset + 2 + len];
+  if (code > 0) return STATUS_CODES[code] ?? '';
+  return buf.toString('utf8', offset + 2, offset + 2 + buf[offset + 1]!);
+}
+
+function statusEnd(buf: Buffer, offset: number): number {
+  return buf[offset]! > 0 ? offset + 1 : offset + 2 + buf[offset + 1]!;
 }
 
 /**
@@ -281,9 +285,12 @@ export function decodeEntry(buf: Buffer): SnapshotEntry {
     keyId = buf.readUInt16BE(o);
     o += 2;
   }
-  const [client, o1] = readStatus(buf, o);
-  const [pwr, o2] = readStatus(buf, o1);
-  o = o2;
+  // Read for every review of every page (most of a sweep is unchanged reviews): no tuple per status, and the
+  // hashes' array made at its size.
+  const client = readStatus(buf, o);
+  o = statusEnd(buf, o);
+  const pwr = readStatus(buf, o);
+  o = statusEnd(buf, o);
   const updatedDate = buf.readUIntBE(o, 6);
   o += 6;
   const observedAt = buf.readUIntBE(o, 6);
@@ -292,7 +299,7 @@ export function decodeEntry(buf: Buffer): SnapshotEntry {
   o += 4;
   const digest = buf.toString('hex', o, o + 8);
   o += 8;
-  const fieldHashes: number[] = [];
-  for (; o + 1 < buf.length; o += 2) fieldHashes.push(buf.readUInt16BE(o));
+  const fieldHashes = new Array<number>(Math.max(0, (buf.length - o) >> 1));
+  for (let i = 0; i < fieldHashes.length; i++, o += 2) fieldHashes[i] = (buf[o]! << 8) | buf[o + 1]!;
   return { client, pwr, updatedDate, sequence, observedAt, digest, fieldHashes, keyId };
 }

@@ -3,6 +3,7 @@ import {
   availableMemory,
   BASE_OLD_SPACE_MIB,
   missingHeapFlags,
+  NO_PRETENURING,
   OLD_SPACE_MIB_PER_ACCOUNT,
   oldSpaceCapMib,
 } from '../../../src/app/node-flags.js';
@@ -17,16 +18,19 @@ describe('missingHeapFlags', () => {
       '--max-semi-space-size=16',
       '--max-old-space-size=256',
       growing,
+      NO_PRETENURING,
     ]);
     expect(missingHeapFlags([], '', 10, 24 * GiB)).toEqual([
       '--max-semi-space-size=16',
       `--max-old-space-size=${BASE_OLD_SPACE_MIB + OLD_SPACE_MIB_PER_ACCOUNT * 9}`,
       growing,
+      NO_PRETENURING,
     ]);
     expect(missingHeapFlags([], '', 0, 24 * GiB)).toEqual([
       '--max-semi-space-size=16',
       '--max-old-space-size=256',
       growing,
+      NO_PRETENURING,
     ]);
   });
 
@@ -34,17 +38,20 @@ describe('missingHeapFlags', () => {
     expect(missingHeapFlags(['--max-old-space-size=1024'], '', 5)).toEqual([
       '--max-semi-space-size=16',
       '--heap-growing-percent=100',
+      NO_PRETENURING,
     ]);
     expect(missingHeapFlags([], '--max_semi_space_size=8 --heap_growing_percent=50', 1)).toEqual([
       '--max-old-space-size=256',
+      NO_PRETENURING,
     ]);
     expect(
       missingHeapFlags(
-        ['--import', 'tsx', '--heap-growing-percent=20'],
+        ['--import', 'tsx', '--heap-growing-percent=20', '--allocation-site-pretenuring'],
         '--max-old-space-size=512 --max-semi-space-size=32',
         3,
       ),
     ).toEqual([]);
+    expect(missingHeapFlags([], '--no_allocation_site_pretenuring', 1)).not.toContain(NO_PRETENURING);
     // A re-executed process finds its own flags and does not re-execute again.
     const first = missingHeapFlags(['--import', 'tsx'], '', 2);
     expect(missingHeapFlags([...first, '--import', 'tsx'], '', 2)).toEqual([]);
@@ -54,9 +61,10 @@ describe('missingHeapFlags', () => {
     expect(missingHeapFlags([], '', 1000, 24 * GiB)).toEqual([
       '--max-semi-space-size=16',
       `--max-old-space-size=${oldSpaceCapMib(1000, 24 * GiB)}`,
+      NO_PRETENURING,
     ]);
     expect(missingHeapFlags([], '', 1000, 2 * GiB)).toContain('--heap-growing-percent=100');
-    expect(missingHeapFlags([], '--max-old-space-size=4096', 1)).toEqual(['--max-semi-space-size=16']);
+    expect(missingHeapFlags([], '--max-old-space-size=4096', 1)).toEqual(['--max-semi-space-size=16', NO_PRETENURING]);
     expect(missingHeapFlags(['--max_old_space_size', '1024'], '', 100, 24 * GiB)).toContain(
       '--heap-growing-percent=100',
     );
