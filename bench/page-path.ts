@@ -97,8 +97,9 @@ async function time(stage: (page: number) => unknown): Promise<number> {
     const t0 = performance.now();
     for (let p = 0; p < PAGES; p++) await stage(p);
     const us = ((performance.now() - t0) * 1000) / (PAGES * PAGE_SIZE);
-    const probe = (before + speedProbe(1)) / 2;
-    probeReference = Math.min(probeReference, before, probe);
+    const after = speedProbe(1);
+    const probe = (before + after) / 2;
+    probeReference = Math.min(probeReference, before, after);
     if (r > 0) scaled.push(us / probe);
   }
   return round(percentile(scaled, 50) * probeReference, 2);
