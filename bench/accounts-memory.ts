@@ -98,6 +98,26 @@ function peakRss(pid: number): number | null {
   }
 }
 
+/**
+ * Where a replica's memory sits (MiB), from Node's own gauges on its /metrics: the V8 heap committed and in use, the
+ * old space in use, and memory outside the heap; null while it does not answer. RSS alone cannot tell garbage V8
+ * has not collected yet from state the accounts hold.
+ */
+async function heapOf(port: number): Promise<Record<string, number> | null> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const gauge = (pattern: RegExp): number => round(Number(pattern.exec(text)?.[1] ?? NaN) / 2 ** 20);
+    return {
+      heapTotal: gauge(/^nodejs_heap_size_total_bytes(?:\{[^}]*\})? (\S+)/m),
+      heapUsed: gauge(/^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)/m),
+      oldSpaceUsed: gauge(/^nodejs_heap_space_size_used_bytes\{[^}]*space="old"[^}]*\} (\S+)/m),
+      external: gauge(/^nodejs_external_memory_bytes(?:\{[^}]*\})? (\S+)/m),
+    };
+  } catch {
+    return null;
+  }
+}
+
 /** Median RSS (MiB) of each process over `seconds`, sampled every 500 ms. */
 async function medianRss(pids: Record<string, number>, seconds: number): Promise<Record<string, number>> {
   const samples = new Map<string, number[]>(Object.keys(pids).map((n) => [n, []]));
@@ -135,6 +155,7 @@ try {
     { ...Object.fromEntries(replicas.map((r) => [r.name, r.child.pid])), base: base.child.pid },
     10,
   );
+  const heapStandby = await Promise.all(replicas.map((r) => heapOf(r.port)));
   await base.child.stop();
   const perConfigured = replicas.map((r) => (standby[r.name]! - standby.base!) / (ACCOUNTS - 1));
   console.log(
@@ -181,6 +202,7 @@ try {
   const end = Date.now() + DURATION_S * 1000;
   await makeChanges(fleet, REVIEWS, PER_SECOND, () => Date.now() >= end, sent);
   const usage = meter.stop();
+  const heapLeading = await Promise.all(replicas.map((r) => heapOf(r.port)));
   await awaitDelivery(sent, events, 15_000);
   const leads = split(await leaders(fleet));
   const { latencies } = matchChanges(sent, events);
@@ -194,8 +216,10 @@ try {
         {
           startToAllStandingByMs: startMs[i],
           rssMiBStandingBy: standby[r.name],
+          heapMiBStandingBy: heapStandby[i],
           accountsLed: led,
           rssMiBLeading: p.rssMiB,
+          heapMiBLeading: heapLeading[i],
           peakRssMiBTakingOn: peakTakingOn[r.name],
           peakRssMiBOverall: peakRss(r.child.pid),
           rssMiBPerConfiguredAccount: round(perConfigured[i]!, 3),

@@ -20,8 +20,9 @@ import { totalmem } from 'node:os';
 // in flight), it decides that their allocation sites make long-lived objects and allocates every later page's
 // straight into the old space, for good. In about half of the processes measured it did, and an initial load there
 // ran 4-5 full collections per 20,000 reviews instead of 1, with the scavenges twice as long: a median of 61.7 ms of
-// CPU per 1,000 new reviews in such a process against 52.1 with the flag, same code (docs/benchmarks.md). An
-// operator's own flags always win.
+// CPU per 1,000 new reviews in such a process against 52.1 with the flag, same code (docs/benchmarks.md). What it
+// costs is committed heap in a replica leading many accounts (about 0.3 MiB more per led account at 500; the heap in
+// use the same). An operator's own flags always win.
 
 /** The young generation's cap when none is given, MiB per semi-space (Node 20's default). */
 export const DEFAULT_SEMI_SPACE_MIB = 16;
