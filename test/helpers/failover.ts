@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { accountKeys } from '../../src/redis/connection.js';
 import { startSimulator } from '../../src/simulator/index.js';
-import { startTestBridge, testEnv, topicsOf } from './bridge.js';
+import { capturedLogger, startTestBridge, testEnv, topicsOf } from './bridge.js';
 import { CheckpointMonitor, Oracle, readTopics, settle, summary, violations } from './oracle.js';
 import { waitFor } from './processes.js';
 import { redisAddress } from './topologies.js';
@@ -51,6 +51,8 @@ export interface FailoverRun {
   /** Replica acknowledgements a checkpoint sample needs to count (1 on replicated Redis). */
   confirmReplicas?: number;
   faults: Fault[];
+  /** Where the topology stands (members' roles and links), for the message of a fault it did not recover from. */
+  describe?(): Promise<string>;
 }
 
 /** Figures of one fault: how long until the bridge committed again. */
@@ -81,18 +83,25 @@ export async function runFailover(run: FailoverRun): Promise<{ faults: FaultFigu
     const monitor = new CheckpointMonitor(redis, prefix, account, 100, run.confirmReplicas ?? 0);
     cleanups.push(() => monitor.stop());
 
+    // The bridge's warnings and errors are kept for the message of a fault it does not recover from (a run with
+    // TEST_LOG_LEVEL prints every line instead).
+    const captured = process.env.TEST_LOG_LEVEL ? null : capturedLogger('warn');
     // A fault armed for the next commit runs inside it, after the page's events were published.
     let armed: { fault: Fault; done: (at: number) => void } | null = null;
-    const b = await startTestBridge(env, {
-      beforeCommit: async () => {
-        const next = armed;
-        armed = null;
-        if (!next) return;
-        const at = Date.now();
-        await next.fault.inject();
-        next.done(at);
+    const b = await startTestBridge(
+      env,
+      {
+        beforeCommit: async () => {
+          const next = armed;
+          armed = null;
+          if (!next) return;
+          const at = Date.now();
+          await next.fault.inject();
+          next.done(at);
+        },
       },
-    });
+      captured?.logger,
+    );
     cleanups.push(() => b.stop());
     const oracle = new Oracle(sim.control, run.seed);
     const history = oracle.runHistory({
@@ -149,7 +158,17 @@ export async function runFailover(run: FailoverRun): Promise<{ faults: FaultFigu
         120_000,
         `the bridge to commit again after ${fault.name}`,
         20,
-      );
+      ).catch(async (err: unknown) => {
+        throw new Error(
+          [
+            err instanceof Error ? err.message : String(err),
+            `topology healed: ${JSON.stringify(await Promise.race([healing.catch((e: unknown) => `failed: ${String(e)}`), Promise.resolve('not yet')]))}`,
+            `checkpoint: ${JSON.stringify(monitor.last)}`,
+            `topology:\n${(await run.describe?.().catch((e: unknown) => String(e))) ?? '(not described)'}`,
+            `the bridge's last warnings and errors:\n${lastLines(captured?.lines ?? [])}`,
+          ].join('\n'),
+        );
+      });
       if (healFailed !== null) throw new Error(`${fault.name}: the topology did not heal: ${String(healFailed)}`);
       const recoverMs = Date.now() - at;
       figures.push({ fault: fault.name, during: fault.during, recoverMs, ...(await healing) });
@@ -179,4 +198,15 @@ export async function runFailover(run: FailoverRun): Promise<{ faults: FaultFigu
   } finally {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   }
+}
+
+/** The last warnings and errors a bridge logged, one line each (time, message, error), for a failure's message. */
+function lastLines(lines: Record<string, unknown>[], count = 25): string {
+  return lines
+    .slice(-count)
+    .map((l) => {
+      const err = l.err as { type?: string; message?: string } | undefined;
+      return `${String(l.time)} ${String(l.msg ?? '')}${err ? ` [${err.type}: ${err.message}]` : ''}`;
+    })
+    .join('\n');
 }

@@ -325,6 +325,34 @@ export class RedisTopology {
     return views[0] !== null && views.every((port) => port === views[0]);
   }
 
+  /**
+   * What each member says of its replication (role, primary, link, replicas) and, for Sentinel, each Sentinel's
+   * primary: one line per member, for a failed failover test to show where the topology stood.
+   */
+  async describe(): Promise<string> {
+    const ports = Array.from({ length: this.kind === 'cluster' ? 6 : 5 }, (_, i) => this.base + i);
+    const lines = await Promise.all(
+      ports.map(async (port) => {
+        const member = this.member(port);
+        try {
+          if (this.kind === 'sentinel' && port >= this.base + 2) {
+            const reply = await member.call('SENTINEL', 'get-master-addr-by-name', 'bridge');
+            return `${port} sentinel: primary ${JSON.stringify(reply)}`;
+          }
+          const info = String(await member.info('replication'));
+          const pick = /^(role|master_port|master_link_status|connected_slaves|slave\d+):(.*)$/gm;
+          const fields = [...info.matchAll(pick)].map((m) => `${m[1]}=${m[2]!.trim()}`);
+          return `${port}: ${fields.join(' ')}`;
+        } catch (err) {
+          return `${port}: no answer (${err instanceof Error ? err.message : String(err)})`;
+        } finally {
+          member.disconnect();
+        }
+      }),
+    );
+    return lines.join('\n');
+  }
+
   /** The port of the primary now: Sentinel's answer, or the Cluster primary serving `key`'s slot. */
   async primaryPort(key = ''): Promise<number> {
     if (this.kind === 'sentinel') {

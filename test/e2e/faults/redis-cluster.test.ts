@@ -45,6 +45,7 @@ describe('failover: Redis Cluster', () => {
       };
     };
     const result = await runFailover({
+      describe: () => topology.describe(),
       title: "Redis Cluster: the account's primary killed mid-commit",
       seed: 79,
       env: { ...topology.env, BRIDGE_ACCOUNT: account, REDIS_KEY_PREFIX: 'rbtest' },

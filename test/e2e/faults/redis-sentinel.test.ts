@@ -75,6 +75,7 @@ describe('failover: Redis with Sentinel', () => {
       },
     });
     const result = await runFailover({
+      describe: () => topology.describe(),
       title: 'Redis Sentinel: failover and primary SIGKILL mid-commit',
       seed: 73,
       env: topology.env,
