@@ -164,6 +164,7 @@ export async function runFailover(run: FailoverRun): Promise<{ faults: FaultFigu
             err instanceof Error ? err.message : String(err),
             `topology healed: ${JSON.stringify(await Promise.race([healing.catch((e: unknown) => `failed: ${String(e)}`), Promise.resolve('not yet')]))}`,
             `checkpoint: ${JSON.stringify(monitor.last)}`,
+            `the bridge's loop: ${JSON.stringify(b.app.loop.health())}`,
             `topology:\n${(await run.describe?.().catch((e: unknown) => String(e))) ?? '(not described)'}`,
             `the bridge's last warnings and errors:\n${lastLines(captured?.lines ?? [])}`,
           ].join('\n'),
@@ -202,6 +203,7 @@ export async function runFailover(run: FailoverRun): Promise<{ faults: FaultFigu
 
 /** The last warnings and errors a bridge logged, one line each (time, message, error), for a failure's message. */
 function lastLines(lines: Record<string, unknown>[], count = 25): string {
+  if (lines.length === 0) return '(none)';
   return lines
     .slice(-count)
     .map((l) => {
