@@ -20,7 +20,7 @@ import {
   type Fleet,
   type Replica,
 } from './accounts-lib.js';
-import { imageNodeFlags, percentile, round, writeResult } from './lib.js';
+import { imageNodeFlags, memoryFigures, percentile, round, writeResult } from './lib.js';
 
 // Memory per account: BENCH_ACCOUNTS (default 1,000) accounts of one multi-account simulator (src/simulator/multi.ts,
 // default throttle), served by two replicas of the compiled bridge started as the image starts it (`node dist/src/cli.js run`: `run`
@@ -98,26 +98,6 @@ function peakRss(pid: number): number | null {
   }
 }
 
-/**
- * Where a replica's memory sits (MiB), from Node's own gauges on its /metrics: the V8 heap committed and in use, the
- * old space in use, and memory outside the heap; null while it does not answer. RSS alone cannot tell garbage V8
- * has not collected yet from state the accounts hold.
- */
-async function heapOf(port: number): Promise<Record<string, number> | null> {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const gauge = (pattern: RegExp): number => round(Number(pattern.exec(text)?.[1] ?? NaN) / 2 ** 20);
-    return {
-      heapTotal: gauge(/^nodejs_heap_size_total_bytes(?:\{[^}]*\})? (\S+)/m),
-      heapUsed: gauge(/^nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)/m),
-      oldSpaceUsed: gauge(/^nodejs_heap_space_size_used_bytes\{[^}]*space="old"[^}]*\} (\S+)/m),
-      external: gauge(/^nodejs_external_memory_bytes(?:\{[^}]*\})? (\S+)/m),
-    };
-  } catch {
-    return null;
-  }
-}
-
 /** Median RSS (MiB) of each process over `seconds`, sampled every 500 ms. */
 async function medianRss(pids: Record<string, number>, seconds: number): Promise<Record<string, number>> {
   const samples = new Map<string, number[]>(Object.keys(pids).map((n) => [n, []]));
@@ -155,7 +135,7 @@ try {
     { ...Object.fromEntries(replicas.map((r) => [r.name, r.child.pid])), base: base.child.pid },
     10,
   );
-  const heapStandby = await Promise.all(replicas.map((r) => heapOf(r.port)));
+  const heapStandby = await Promise.all(replicas.map((r) => memoryFigures(r.port)));
   await base.child.stop();
   const perConfigured = replicas.map((r) => (standby[r.name]! - standby.base!) / (ACCOUNTS - 1));
   console.log(
@@ -202,7 +182,7 @@ try {
   const end = Date.now() + DURATION_S * 1000;
   await makeChanges(fleet, REVIEWS, PER_SECOND, () => Date.now() >= end, sent);
   const usage = meter.stop();
-  const heapLeading = await Promise.all(replicas.map((r) => heapOf(r.port)));
+  const heapLeading = await Promise.all(replicas.map((r) => memoryFigures(r.port)));
   await awaitDelivery(sent, events, 15_000);
   const leads = split(await leaders(fleet));
   const { latencies } = matchChanges(sent, events);

@@ -451,3 +451,40 @@ export async function dropTopics(brokers: string[], topics: string[]): Promise<v
 export function imageNodeFlags(): string[] {
   return (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 }
+
+/** Where a process's memory is, MiB. */
+export interface MemoryFigures {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  newSpace: number;
+  oldSpace: number;
+  /** In use in the old space (oldSpace is what is committed to it). */
+  oldSpaceUsed: number;
+  codeSpace: number;
+  external: number;
+}
+
+/**
+ * Where a bridge's memory sits, from its /metrics (prom-client's process metrics), MiB: RSS alone cannot tell
+ * garbage V8 has not collected yet from state held. null while it does not answer.
+ */
+export async function memoryFigures(port: number): Promise<MemoryFigures | null> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const value = (name: string, labels = '') =>
+      Number(new RegExp(`^${name}(?:\\{${labels}[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
+    return {
+      rss: round(value('process_resident_memory_bytes')),
+      heapTotal: round(value('nodejs_heap_size_total_bytes')),
+      heapUsed: round(value('nodejs_heap_size_used_bytes')),
+      newSpace: round(value('nodejs_heap_space_size_total_bytes', 'space="new"')),
+      oldSpace: round(value('nodejs_heap_space_size_total_bytes', 'space="old"')),
+      oldSpaceUsed: round(value('nodejs_heap_space_size_used_bytes', 'space="old"')),
+      codeSpace: round(value('nodejs_heap_space_size_total_bytes', 'space="code"')),
+      external: round(value('nodejs_external_memory_bytes')),
+    };
+  } catch {
+    return null;
+  }
+}

@@ -10,6 +10,8 @@ import {
   dropAccount,
   dropTopics,
   imageNodeFlags,
+  memoryFigures,
+  type MemoryFigures,
   percentile,
   round,
   services,
@@ -55,37 +57,6 @@ const statusKiB = (pid: number, field: string): number => {
   return Number(m?.[1] ?? NaN);
 };
 
-/** Where a process's memory is, MiB. */
-interface MemoryFigures {
-  rss: number;
-  heapTotal: number;
-  heapUsed: number;
-  newSpace: number;
-  oldSpace: number;
-  codeSpace: number;
-  external: number;
-}
-
-/** The memory figures of the bridge's /metrics (prom-client's process metrics), MiB. */
-async function scrape(port: number): Promise<MemoryFigures | null> {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const value = (name: string, labels = '') =>
-      Number(new RegExp(`^${name}(?:\\{${labels}[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
-    return {
-      rss: round(value('process_resident_memory_bytes')),
-      heapTotal: round(value('nodejs_heap_size_total_bytes')),
-      heapUsed: round(value('nodejs_heap_size_used_bytes')),
-      newSpace: round(value('nodejs_heap_space_size_total_bytes', 'space="new"')),
-      oldSpace: round(value('nodejs_heap_space_size_total_bytes', 'space="old"')),
-      codeSpace: round(value('nodejs_heap_space_size_total_bytes', 'space="code"')),
-      external: round(value('nodejs_external_memory_bytes')),
-    };
-  } catch {
-    return null;
-  }
-}
-
 /** Samples a child's RSS (and its breakdown through /metrics) until stopped. */
 class ChildSampler {
   private readonly rss: number[] = [];
@@ -108,7 +79,7 @@ class ChildSampler {
   }
 
   private async breakdown(): Promise<void> {
-    const figures = await scrape(this.port);
+    const figures = await memoryFigures(this.port);
     if (figures && figures.rss >= this.peakScraped) {
       this.peakScraped = figures.rss;
       this.atPeak = figures;
@@ -164,7 +135,7 @@ async function bridgeRun(
 
   try {
     // Started: its ops server answers.
-    for (let i = 0; (await scrape(port)) === null; i++) {
+    for (let i = 0; (await memoryFigures(port)) === null; i++) {
       if (!child.alive || i > 600) throw new Error(`bench: the bridge did not start (see ${child.logFile})`);
       await sleep(100);
     }
