@@ -18,6 +18,7 @@ import { LazyPasses, type StartSlots } from './leadership.js';
 import { fileOrEnvCredentials } from '../upstream/credentials.js';
 import type { ReviewSource } from '../upstream/types.js';
 import type { Tracer } from '@opentelemetry/api';
+import type { ISocketFactory } from 'kafkajs';
 import { PassTracer } from '../ops/tracing.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
@@ -29,6 +30,8 @@ import { PassTracer } from '../ops/tracing.js';
 /** Options for tests and tools; production uses none. */
 export interface AccountOptions {
   beforeCommit?: PipelineDeps['beforeCommit'];
+  /** The sockets of the leader's Kafka client (a test that loses a broker's answer); absent: kafkajs' own. */
+  kafkaSocketFactory?: ISocketFactory;
 }
 
 /** Builds the upstream client from the configuration. */
@@ -182,6 +185,7 @@ export class AccountBridge {
           logger,
           config.privacy,
           context.changelogIndex,
+          options.kafkaSocketFactory,
         );
         const source = upstreamFromConfig(config, this.metrics, logger);
         const adapters = {

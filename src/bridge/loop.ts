@@ -160,7 +160,8 @@ export class BridgeLoop {
     this.failures.fail(err, 'pass');
     const next = this.failures.recover();
     if (next.kind === 'restore') {
-      // Redis lost the account's keys: take the account anew (a new lease) and restore before any pass.
+      // Redis lost the account's keys, or a Kafka commit may have landed unseen: take the account anew (renew the
+      // lease, or a new one) and bring Redis up to the changelog before any pass derives events again.
       this.work.unprepare();
       await this.keeper.renewNow().catch(() => undefined);
     }

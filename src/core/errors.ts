@@ -33,13 +33,15 @@ export type UpstreamErrorKind =
  * `fenced`: another replica holds the account now (Redis epoch or Kafka transactional id): commit nothing more.
  * `snapshot_lost`: the account's keys vanished from Redis under a running leader: restore from the changelog.
  * `replication`: a Redis write was not acknowledged by the replicas asked for (WAIT came back short).
+ * `commit_unknown`: a Kafka transaction was asked to commit and no answer came (timeout, lost connection): it may
+ *   have landed, so the leadership is readied again (fence, apply the changelog's tail) before anything is derived.
  * `cursor_format`: an upstream cursor value cannot be used as one (a link without a cursor parameter).
  * `closed`: a component was closed while a caller waited on it (shutdown).
  * `setting`: an invalid or missing setting (configuration, field policy, secret file).
  * `usage`: bad arguments of a command.
  */
 export type BridgeFaultKind =
-  'fenced' | 'snapshot_lost' | 'replication' | 'cursor_format' | 'closed' | 'setting' | 'usage';
+  'fenced' | 'snapshot_lost' | 'replication' | 'commit_unknown' | 'cursor_format' | 'closed' | 'setting' | 'usage';
 
 /** Every kind of failure the bridge tells apart. */
 export type ErrorKind = UpstreamErrorKind | BridgeFaultKind;
@@ -60,6 +62,7 @@ const RETRIABLE_KINDS: ReadonlySet<ErrorKind> = new Set<ErrorKind>([
   'not_ready',
   'snapshot_lost',
   'replication',
+  'commit_unknown',
 ]);
 
 /** The base of every error the bridge raises on purpose: `kind` says what happened, `retriable` what to do. */
@@ -102,6 +105,19 @@ export class ReplicationError extends BridgeError {
       `write acknowledged by ${acknowledged} of ${wanted} required replica(s) within ${timeoutMs} ms`,
     );
     this.name = 'ReplicationError';
+  }
+}
+
+/**
+ * Thrown when a Kafka transaction's commit was sent but its outcome is unknown (no answer before the watchdog, a
+ * connection lost mid-request): the broker may have committed it. Deriving the page again would publish its events
+ * a second time, or, if the upstream moved meanwhile, other events under the same ids; so the leader fences its
+ * producer and applies the changelog's tail first, as a new leader does (src/bridge/restore.ts).
+ */
+export class CommitOutcomeUnknownError extends BridgeError {
+  constructor(message: string, cause?: unknown) {
+    super('commit_unknown', message, { cause });
+    this.name = 'CommitOutcomeUnknownError';
   }
 }
 

@@ -140,7 +140,10 @@ export function failed(run: FailureRun, kind: ErrorKind | 'other'): FailureRun {
 
 /** What the loop does after a failure. */
 export type Recovery =
-  /** The account's keys vanished from Redis: take the account anew and restore from the changelog, after `ms`. */
+  /**
+   * Ready the leadership again before the next pass, after `ms`: fence the producer and bring Redis up to the
+   * changelog (the account's keys vanished from Redis, or a Kafka commit may have landed unseen).
+   */
   | { kind: 'restore'; ms: number }
   /** Back off `ms`, then try again. */
   | { kind: 'retry'; ms: number };
@@ -148,12 +151,15 @@ export type Recovery =
 /**
  * What to do after the failure run `run` (its count already includes the last failure): restore after lost keys,
  * a short flat retry while a Redis replica is awaited, otherwise exponential backoff with equal jitter capped at
- * maxBackoffMs. `random` is the jitter's draw in [0, 1).
+ * maxBackoffMs; after a Kafka commit of unknown outcome, that backoff, then the leadership readied again (its commit
+ * may have landed: the changelog, not a second derivation, must say what it held). `random` is the jitter's draw
+ * in [0, 1).
  */
 export function recovery(run: FailureRun, timing: ScheduleTiming, random: number): Recovery {
   if (run.kind === 'snapshot_lost') return { kind: 'restore', ms: RESTORE_PAUSE_MS };
   const attempt = Math.max(0, run.count - 1);
   if (run.kind === 'replication') return { kind: 'retry', ms: backoffDelay(attempt, REPLICA_BACKOFF, () => random) };
   const capMs = timing.maxBackoffMs ?? PASS_BACKOFF.capMs;
-  return { kind: 'retry', ms: backoffDelay(attempt, { ...PASS_BACKOFF, capMs }, () => random) };
+  const ms = backoffDelay(attempt, { ...PASS_BACKOFF, capMs }, () => random);
+  return { kind: run.kind === 'commit_unknown' ? 'restore' : 'retry', ms };
 }

@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
+import { Kafka, logLevel, type ISocketFactory, type KafkaConfig, type LogEntry } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import { readChangelog, type ChangelogRawRecord } from './changelog-reader.js';
 import { changelogName, type ChangelogIndex } from './changelog-index.js';
@@ -64,8 +64,15 @@ function kafkaLogger(logger: Logger) {
     };
 }
 
-/** Builds kafkajs client options from the configuration (the SASL password is read at every connection). */
-export function kafkaOptions(config: BridgeConfig['kafka'], logger: Logger): KafkaConfig {
+/**
+ * Builds kafkajs client options from the configuration (the SASL password is read at every connection);
+ * `socketFactory` replaces kafkajs' own sockets (tests that lose a broker's answer on the wire).
+ */
+export function kafkaOptions(
+  config: BridgeConfig['kafka'],
+  logger: Logger,
+  socketFactory?: ISocketFactory,
+): KafkaConfig {
   const options: KafkaConfig = {
     clientId: config.clientId,
     brokers: config.brokers,
@@ -74,6 +81,7 @@ export function kafkaOptions(config: BridgeConfig['kafka'], logger: Logger): Kaf
     logCreator: kafkaLogger(logger),
     connectionTimeout: 5_000,
     retry: { retries: 6, initialRetryTime: 300, maxRetryTime: 5_000 },
+    ...(socketFactory ? { socketFactory } : {}),
   };
   return options;
 }
@@ -93,9 +101,11 @@ export class KafkaPublisher implements EventSink {
     privacy: PrivacyConfig = DEFAULT_PRIVACY,
     /** The process's changelog index (src/kafka/changelog-index.ts); absent: every full restore reads it all. */
     private readonly changelogIndex?: ChangelogIndex,
+    /** Sockets to the brokers (tests of network faults); absent: kafkajs' own. */
+    socketFactory?: ISocketFactory,
   ) {
     this.encoder = new RecordEncoder(config, account, privacy, logger);
-    this.kafka = new Kafka(kafkaOptions(config, logger));
+    this.kafka = new Kafka(kafkaOptions(config, logger, socketFactory));
     this.sender = new KafkaSender(this.kafka, config);
     this.topics = new TopicAdmin(this.kafka, config, logger);
     this.messageLimit = config.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;

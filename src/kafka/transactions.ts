@@ -1,5 +1,5 @@
 import { Partitioners, type Kafka, type Producer, type RecordMetadata, type TopicMessages } from 'kafkajs';
-import { FencedError } from '../core/errors.js';
+import { CommitOutcomeUnknownError, FencedError } from '../core/errors.js';
 import type { BridgeConfig } from '../config/config.js';
 
 // Kafka transactions of one account (exactly-once): one transactional producer per leadership, whose transactions
@@ -93,10 +93,15 @@ export class Transactions {
       this.drop(tx);
       throw err;
     });
+    // Where the transaction stands: the watchdog leaves run() going, which must then never ask for the commit; once
+    // the commit was asked for, a failure no longer says whether the broker committed.
+    const at: { stage: 'sending' | 'committing' | 'abandoned' } = { stage: 'sending' };
     try {
       const metadata: RecordMetadata[] = [];
       const run = async () => {
         for (const topicMessages of sends) metadata.push(...(await transaction.sendBatch({ acks: -1, topicMessages })));
+        if (at.stage === 'abandoned') throw new Error('the transaction was abandoned by its watchdog');
+        at.stage = 'committing';
         await transaction.commit();
       };
       await Promise.race([run(), watchdog]);
@@ -104,14 +109,22 @@ export class Transactions {
       return metadata;
     } catch (err) {
       clearTimeout(timer);
-      const aborted = transaction.abort().catch(() => undefined);
-      await Promise.race([aborted, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+      const committing = at.stage === 'committing';
+      at.stage = 'abandoned';
+      if (!committing) {
+        const aborted = transaction.abort().catch(() => undefined);
+        await Promise.race([aborted, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+      }
       if (isFencedError(err)) {
         tx.fenced = true;
         throw new FencedError('the Kafka transactional id was taken by another leader');
       }
-      // After any other failure the producer's state is unknown: the next commit starts a new producer session.
+      // After any other failure the producer's state is unknown: the next commit starts a new producer session,
+      // whose InitProducerId returns only once the broker has finished (committed or aborted) this transaction.
       this.drop(tx);
+      if (committing) {
+        throw new CommitOutcomeUnknownError('a Kafka transaction was asked to commit, and its outcome is unknown', err);
+      }
       throw err;
     }
   }

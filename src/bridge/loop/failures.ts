@@ -31,6 +31,13 @@ export class FailureLog {
       logger.warn({ where }, 'the account keys vanished from Redis; restoring from the Kafka changelog');
       return;
     }
+    if (kind === 'commit_unknown') {
+      logger.warn(
+        { err, where, failures: this.failures.count },
+        'a Kafka commit may have landed unseen; the changelog decides before the pass runs again',
+      );
+      return;
+    }
     if (kind === 'replication') {
       // Expected for seconds after every Redis failover: one warning when it starts, not an error a second.
       if (!awaitingReplica) logger.warn({ err, where }, 'waiting for a Redis replica to acknowledge');

@@ -47,7 +47,7 @@ export class LeaderWork {
     return true;
   }
 
-  /** Redis lost the account's keys: the next leadership is readied (restored) again before any pass. */
+  /** Redis lost keys, or a Kafka commit's outcome is unknown: the leadership is readied (restored) again first. */
   unprepare(): void {
     this.preparedEpoch = 0;
   }

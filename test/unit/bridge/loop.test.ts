@@ -6,7 +6,12 @@ import type { LongPassRun, PassRunner } from '../../../src/bridge/passes/index.j
 import type { PassSummary } from '../../../src/bridge/pipeline.js';
 import type { Checkpoint } from '../../../src/redis/snapshot-store.js';
 import { UpstreamError } from '../../../src/upstream/errors.js';
-import { FencedError, ReplicationError, SnapshotLostError } from '../../../src/core/errors.js';
+import {
+  CommitOutcomeUnknownError,
+  FencedError,
+  ReplicationError,
+  SnapshotLostError,
+} from '../../../src/core/errors.js';
 import { newResyncRequest, type ResyncRequest } from '../../../src/core/resync-request.js';
 import { FakeLease, silentLogger, testMetrics } from '../../helpers/fakes.js';
 import { until } from '../../helpers/wait.js';
@@ -441,6 +446,16 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
     await loop.stop();
     expect(passes.prepared).toHaveLength(2);
     expect(time.slept[0]).toBe(100);
+  });
+
+  it('after a commit of unknown outcome, backs off and prepares the leadership again before the next pass', async () => {
+    const { passes, time, loop } = failing([new CommitOutcomeUnknownError('no answer to EndTxn')]);
+    loop.start();
+    await until(() => passes.calls.filter((c) => c === 'poll').length >= 2);
+    await loop.stop();
+    expect(passes.prepared).toHaveLength(2);
+    expect(time.slept[0]).toBe(500);
+    expect(loop.health().lastError).toBe('CommitOutcomeUnknownError');
   });
 
   it('treats a fenced commit as a failed pass: backs off, never restores', async () => {

@@ -13,6 +13,7 @@ import {
   hasKind,
   isRetriable,
   kindOf,
+  CommitOutcomeUnknownError,
 } from '../../../src/core/errors.js';
 import { ReplicationError as RedisReplicationError } from '../../../src/redis/connection.js';
 import { UpstreamError as ClientUpstreamError } from '../../../src/upstream/errors.js';
@@ -25,6 +26,7 @@ describe('error model', () => {
       [new FencedError('x'), 'fenced', false],
       [new SnapshotLostError('x'), 'snapshot_lost', true],
       [new ReplicationError(1, 0, 100), 'replication', true],
+      [new CommitOutcomeUnknownError('x'), 'commit_unknown', true],
       [new UpstreamError('server', 'x'), 'server', true],
       [new UpstreamError('server', 'x', { final: true }), 'server', false],
       [new UpstreamError('auth', 'x'), 'auth', false],

@@ -307,4 +307,14 @@ describe('recovery after failures', () => {
   it('restores after lost keys, at once, whatever came before', () => {
     expect(recovery(failed(runOf('server', 7), 'snapshot_lost'), timing, 0.5)).toEqual({ kind: 'restore', ms: 100 });
   });
+
+  it('readies the leadership again after a commit of unknown outcome, on the same backoff as other failures', () => {
+    // The commit may have landed: the next pass must start from the changelog, but a Kafka that keeps timing out
+    // must not be asked for a new producer session every 100 ms.
+    for (const count of [1, 2, 5, 20]) {
+      const unknown = recovery(runOf('commit_unknown', count), timing, 0.5);
+      const other = recovery(runOf('server', count), timing, 0.5);
+      expect(unknown).toEqual({ kind: 'restore', ms: other.ms });
+    }
+  });
 });
