@@ -8,7 +8,7 @@ import { waitFor } from '../../helpers/processes.js';
 // min.insync.replicas 2 (its default on a cluster of three). The broker leading the partition being written is
 // SIGKILLed inside a commit (its page's events just acknowledged) in the middle of the initial load, and again while
 // polling; each time the member is started again once the others have taken over its partitions. The producer's
-// acks=all batch must fail over to the new leaders: nothing lost, duplicates only as identical re-deliveries.
+// acks=all batch must fail over to the new leaders: nothing lost, and (exactly-once, read_committed) nothing twice.
 
 const cluster = await KafkaCluster.onFreePorts();
 
@@ -67,6 +67,8 @@ describe('failover: three-broker Kafka', () => {
       faults,
     });
     expect(result.faults).toHaveLength(1 + FAULT_ROUNDS);
+    // Exactly once for the oracle's read_committed reader: a leader's death costs no event twice either.
+    expect(result.republished).toBe(0);
     // A broker's metadata lists only live replicas: the member started last may still be rejoining, so wait for it.
     const settings = await waitFor(
       async () => {
