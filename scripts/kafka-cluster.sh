@@ -12,7 +12,8 @@
 #   start-member N [BASE]   start member N again (after kill/stop-member) and wait until all three serve
 #   status       [BASE]     exit 0 when all three members run
 # The env file .run/kafka-cluster-BASE.env exports KAFKA_BROKERS (the three addresses) and KAFKA_CLUSTER_BASE.
-# Environment: KAFKA_HEAP_OPTS (default -Xms128m -Xmx384m per member), KAFKA_READY_TIMEOUT (seconds, default 120);
+# Environment: KAFKA_CLUSTER_MEMBERS (members `start` starts, default "1 2 3"; the others join later with
+# start-member, as a broker that registers late does); KAFKA_HEAP_OPTS (default -Xms128m -Xmx384m per member), KAFKA_READY_TIMEOUT (seconds, default 120);
 # KAFKA_VERSION as for scripts/kafka.sh (default the pinned 4.x; KAFKA_VERSION=3.9.2 runs a 3.9 cluster).
 set -euo pipefail
 
@@ -57,23 +58,26 @@ member() {
     bash "$KAFKA" "$verb" "$((base + n - 1))" "$@"
 }
 
+# Waits until a topic with as many copies as members run ($2, default all three) can be created.
 wait_ready() {
-  local base="$1"
-  (cd "$ROOT" && "$ROOT/node_modules/.bin/tsx" scripts/kafka/ready.ts "$(brokers "$base")" "$READY_TIMEOUT" - "$SIZE")
+  local base="$1" copies="${2:-$SIZE}"
+  (cd "$ROOT" && "$ROOT/node_modules/.bin/tsx" scripts/kafka/ready.ts "$(brokers "$base")" "$READY_TIMEOUT" - "$copies")
 }
 
 start() {
-  local base n pids=() failed=no started
+  local base n pids=() failed=no started members
   base="$(base_arg "${1:-}")"
+  read -r -a members <<<"${KAFKA_CLUSTER_MEMBERS:-1 2 3}"
+  for n in "${members[@]}"; do member_arg "$n" >/dev/null; done
   started=$(date +%s%N)
   bash "$KAFKA" fetch
   cluster_id "$base" >/dev/null # once, before the members start in parallel and read it
-  for n in 1 2 3; do
+  for n in "${members[@]}"; do
     member start "$base" "$n" &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || failed=yes; done
-  if [[ "$failed" == yes ]] || ! wait_ready "$base"; then
+  if [[ "$failed" == yes ]] || ! wait_ready "$base" "${#members[@]}"; then
     log "the cluster did not come up; stopping its members"
     stop "$base" no
     die "three-broker cluster on $base..$((base + 2)) failed to start (logs: .run/kafka-$base/logs/server.log and the next two ports)"

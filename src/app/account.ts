@@ -206,6 +206,7 @@ export class AccountBridge {
               logger.error({ err }, 'cannot connect to Kafka yet; the leadership retries with backoff');
               throw err;
             });
+            this.metrics.topicDurability(Object.values(config.kafka.topics), publisher.durabilityShortfalls());
             // The process's readiness probe has its own admin connection (src/kafka/probe.ts).
             await publisher.closeProbe();
             this.leader = { publisher, source };

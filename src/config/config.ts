@@ -192,9 +192,9 @@ export const EnvSchema = z.object({
   ),
   KAFKA_CREATE_TOPICS: bool.default(true).describe('Create missing topics at start'),
   KAFKA_TOPIC_PARTITIONS: int(1, 10_000).default(6).describe('Partitions of the topics the bridge creates'),
-  // Unset: min(3, brokers in the cluster), read when the topics are created.
+  // Unset: the brokers' default.replication.factor and min.insync.replicas (KIP-464), never a count of brokers.
   KAFKA_REPLICATION_FACTOR: unsetWhenBlank(int(1, 10)).describe(
-    'Replication factor of the topics it creates (default min(3, brokers); from 3 on min.insync.replicas=2)',
+    "Replication factor of the topics it creates (default: the brokers' default.replication.factor and min.insync.replicas; set: exactly this, min.insync.replicas=2 from 3)",
   ),
   // Kafka's own default (message.max.bytes / max.message.bytes); the smaller of this and the topics' setting counts.
   KAFKA_MAX_MESSAGE_BYTES: int(4096, 1024 * 1024 * 1024)
@@ -391,7 +391,7 @@ export interface BridgeConfig {
     transactionTimeoutMs: number;
     createTopics: boolean;
     partitions: number;
-    /** null: min(3, brokers in the cluster). */
+    /** null: the brokers' default.replication.factor and min.insync.replicas. */
     replicationFactor: number | null;
     /**
      * Put before the review id in every record key when accounts share a topic (`<account>:`), so that one

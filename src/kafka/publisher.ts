@@ -21,7 +21,7 @@ import { KafkaSender } from './sender.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, TopicAdmin } from './topic-admin.js';
 
 export { chunkBySize, stateMessages, type ChangelogBatch, type ChangelogOffsets, type DeadLetter } from './encoding.js';
-export { topicReplication } from './topic-admin.js';
+export { durabilityShortfall, topicDurability } from './topic-admin.js';
 
 // The Kafka adapter, composed of three parts: topic administration (topic-admin.ts), encoding and sizing of the
 // records (encoding.ts), and sending, with or without transactions (sender.ts, transactions.ts). The review id is the key, so that
@@ -205,6 +205,11 @@ export class KafkaPublisher implements EventSink {
    */
   async ping(): Promise<void> {
     await this.topics.ping();
+  }
+
+  /** Existing topics weaker than the configuration asks (read at connect), with why, by topic. */
+  durabilityShortfalls(): ReadonlyMap<string, string> {
+    return this.topics.durabilityShortfalls();
   }
 
   /**

@@ -9,6 +9,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 // The Kafka protocol's resource type of a topic. kafkajs is CommonJS and Node's ESM loader cannot see its
 // ConfigResourceTypes export by name (vitest's transform hides this), so the enum is used as a type only.
 const TOPIC_RESOURCE = 2 as ConfigResourceTypes.TOPIC;
+const BROKER_RESOURCE = 4 as ConfigResourceTypes.BROKER;
 
 /** Kafka's own default message size limit (message.max.bytes), used when the configuration names none. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -17,20 +18,46 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 const TOPIC_LEADERS_TIMEOUT_MS = 30_000;
 
 /**
- * Replication of the topics the bridge creates on a cluster of `brokers`: the configured factor (or min(3, brokers))
- * and min.insync.replicas 2 from a factor of 3, so acks=all survives one broker down and never rests on one copy.
+ * How long topic creation waits for the brokers that the asked replication needs (a slow start, a rolling restart)
+ * before connect() fails with a line naming the setting; the leadership then retries with its backoff.
  */
-export function topicReplication(
-  configured: number | null,
-  brokers: number,
-): { replicationFactor: number; minInsyncReplicas: number } {
-  const replicationFactor = configured ?? Math.max(1, Math.min(3, brokers));
-  if (replicationFactor > brokers) {
-    throw new Error(
-      `KAFKA_REPLICATION_FACTOR=${replicationFactor} is larger than the ${brokers} broker(s) the cluster has now; lower it or wait for the brokers`,
-    );
+export const BROKERS_WAIT_MS = 60_000;
+
+/** What the bridge asks of the topics it creates. */
+export interface TopicDurability {
+  /** Copies of every partition; -1 (KIP-464) takes the broker's default.replication.factor. */
+  replicationFactor: number;
+  /** min.insync.replicas set on each topic; null keeps the broker's own. */
+  minInsyncReplicas: number | null;
+}
+
+/**
+ * Replication of the topics the bridge creates: KAFKA_REPLICATION_FACTOR exactly, with min.insync.replicas 2 from
+ * 3 copies so acks=all survives one broker down; unset, the broker's own defaults, never a count of the brokers
+ * that happen to be registered at that instant (one late broker would make every topic weaker for good).
+ */
+export function topicDurability(configured: number | null): TopicDurability {
+  if (configured === null) return { replicationFactor: -1, minInsyncReplicas: null };
+  return { replicationFactor: configured, minInsyncReplicas: configured >= 3 ? 2 : 1 };
+}
+
+/** Replication an existing topic has: copies of its smallest partition and its min.insync.replicas. */
+export interface TopicReplicationState {
+  replicas: number;
+  minInsyncReplicas: number;
+}
+
+/**
+ * Why an existing topic is weaker than asked (null when it is not): `asked` holds the concrete factor and
+ * min.insync.replicas (the configured ones, or the broker's defaults when the factor is unset).
+ */
+export function durabilityShortfall(asked: TopicReplicationState, actual: TopicReplicationState): string | null {
+  const gaps: string[] = [];
+  if (actual.replicas < asked.replicas) gaps.push(`${actual.replicas} replicas where ${asked.replicas} are asked`);
+  if (actual.minInsyncReplicas < asked.minInsyncReplicas) {
+    gaps.push(`min.insync.replicas=${actual.minInsyncReplicas} where ${asked.minInsyncReplicas} is asked`);
   }
-  return { replicationFactor, minInsyncReplicas: replicationFactor >= 3 ? 2 : 1 };
+  return gaps.length > 0 ? gaps.join(', ') : null;
 }
 
 /** The publisher's topic administration, over one admin connection opened on first use and kept for the probes. */
@@ -38,6 +65,7 @@ export class TopicAdmin {
   private probe: Promise<Admin> | null = null;
   /** Read while prepare() has the admin connection open, so that a leadership's restore check opens none again. */
   private cluster: string | null = null;
+  private shortfalls: ReadonlyMap<string, string> = new Map();
 
   constructor(
     private readonly kafka: Kafka,
@@ -54,6 +82,7 @@ export class TopicAdmin {
   async prepare(current: number): Promise<number> {
     const admin = await this.admin();
     if (this.config.createTopics) await this.createTopics(admin);
+    await this.checkDurability(admin);
     const limit = await this.readTopicLimits(admin, current);
     this.cluster = (await admin.describeCluster()).clusterId;
     return limit;
@@ -79,29 +108,153 @@ export class TopicAdmin {
     await probe?.then((admin) => admin.disconnect()).catch(() => undefined);
   }
 
+  /** Why existing topics are weaker than the configuration asks, by topic (read by prepare(); empty: none). */
+  durabilityShortfalls(): ReadonlyMap<string, string> {
+    return this.shortfalls;
+  }
+
   private async createTopics(admin: Admin): Promise<void> {
     const existing = new Set(await admin.listTopics());
     const wanted = Object.values(this.config.topics).filter((t) => !existing.has(t));
-    if (wanted.length > 0) {
-      const { brokers } = await admin.describeCluster();
-      const { replicationFactor, minInsyncReplicas } = topicReplication(this.config.replicationFactor, brokers.length);
-      const insync = { name: 'min.insync.replicas', value: String(minInsyncReplicas) };
-      // The state topic is a table and the changelog a store's log: compaction keeps the last row of every key.
-      const compacted = new Set([this.config.topics.state, this.config.topics.changelog]);
-      await admin.createTopics({
+    if (wanted.length === 0) return;
+    const durability = topicDurability(this.config.replicationFactor);
+    const insync =
+      durability.minInsyncReplicas === null
+        ? []
+        : [{ name: 'min.insync.replicas', value: String(durability.minInsyncReplicas) }];
+    // The state topic is a table and the changelog a store's log: compaction keeps the last row of every key.
+    const compacted = new Set([this.config.topics.state, this.config.topics.changelog]);
+    await this.onceBrokersSuffice(admin, durability, () =>
+      admin.createTopics({
         // kafkajs's own wait fails on a broker that has not heard of a new topic yet (UNKNOWN_TOPIC_OR_PARTITION,
         // common on a fresh multi-broker cluster); awaitLeaders below treats that as "not yet".
         waitForLeaders: false,
         topics: wanted.map((topic) => ({
           topic,
           numPartitions: this.config.partitions,
-          replicationFactor,
-          configEntries: compacted.has(topic) ? [insync, { name: 'cleanup.policy', value: 'compact' }] : [insync],
+          replicationFactor: durability.replicationFactor,
+          configEntries: compacted.has(topic) ? [...insync, { name: 'cleanup.policy', value: 'compact' }] : insync,
         })),
-      });
-      await awaitLeaders(admin, wanted, this.clock);
-      this.logger.info({ topics: wanted, replicationFactor, minInsyncReplicas }, 'created topics');
+      }),
+    );
+    await awaitLeaders(admin, wanted, this.clock);
+    this.logger.info(
+      {
+        topics: wanted,
+        replicationFactor: durability.replicationFactor === -1 ? 'broker default' : durability.replicationFactor,
+        minInsyncReplicas: durability.minInsyncReplicas ?? 'broker default',
+      },
+      'created topics',
+    );
+  }
+
+  /**
+   * Runs `create` until the brokers accept the asked copies. The broker alone knows whether it can (its default
+   * factor when ours is unset; in KRaft a registered but fenced broker, one restarting, still takes replicas); one
+   * that cannot refuses with INVALID_REPLICATION_FACTOR, never creates fewer. Then this waits, said once in the
+   * log, and fails after BROKERS_WAIT_MS naming the setting (the leadership retries with its backoff).
+   */
+  private async onceBrokersSuffice(admin: Admin, durability: TopicDurability, create: () => Promise<unknown>) {
+    const deadline = this.clock.now() + BROKERS_WAIT_MS;
+    const asked =
+      durability.replicationFactor === -1
+        ? "the brokers' default.replication.factor (KAFKA_REPLICATION_FACTOR is unset)"
+        : `KAFKA_REPLICATION_FACTOR=${durability.replicationFactor}`;
+    let waitingSince: number | null = null;
+    for (;;) {
+      try {
+        await create();
+        if (waitingSince !== null) {
+          this.logger.info({ waitedMs: this.clock.now() - waitingSince }, 'brokers registered; topics created');
+        }
+        return;
+      } catch (err) {
+        if (!isReplicationShortfall(err)) throw err;
+      }
+      const registered = (await admin.describeCluster()).brokers.length;
+      if (this.clock.now() >= deadline) {
+        throw new Error(
+          `cannot create the topics with ${asked}: ${registered} broker(s) registered after ${BROKERS_WAIT_MS / 1000} s; start the missing brokers or lower the factor`,
+        );
+      }
+      if (waitingSince === null) {
+        waitingSince = this.clock.now();
+        this.logger.warn(
+          { registered, waitMs: BROKERS_WAIT_MS },
+          `waiting for Kafka brokers: ${asked} cannot be met by the ${registered} broker(s) registered; topics are never created with fewer copies`,
+        );
+      }
+      await this.clock.sleep(1_000);
     }
+  }
+
+  /**
+   * Compares the existing topics with what the configuration asks (the configured factor, or the brokers' defaults
+   * when unset) and warns once per weaker topic: a topic made by hand or by an older bridge keeps its replication.
+   * Being refused the broker or topic configs (ACLs) skips the check.
+   */
+  private async checkDurability(admin: Admin): Promise<void> {
+    const topics = Object.values(this.config.topics);
+    try {
+      const asked = await this.askedDurability(admin);
+      if (asked === null) return;
+      const [{ topics: metadata }, { resources }] = await Promise.all([
+        admin.fetchTopicMetadata({ topics }),
+        admin.describeConfigs({
+          includeSynonyms: false,
+          resources: topics.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: ['min.insync.replicas'] })),
+        }),
+      ]);
+      const insyncOf = new Map(
+        resources.map((r) => [
+          r.resourceName,
+          Number(r.configEntries.find((e) => e.configName === 'min.insync.replicas')?.configValue),
+        ]),
+      );
+      const shortfalls = new Map<string, string>();
+      for (const t of metadata) {
+        const replicas = Math.min(...t.partitions.map((p) => p.replicas.length));
+        const minInsyncReplicas = insyncOf.get(t.name) ?? Number.NaN;
+        if (!Number.isFinite(replicas) || !Number.isInteger(minInsyncReplicas)) continue;
+        const gap = durabilityShortfall(asked, { replicas, minInsyncReplicas });
+        if (gap !== null) shortfalls.set(t.name, gap);
+      }
+      this.shortfalls = shortfalls;
+      for (const [topic, gap] of shortfalls) {
+        this.logger.warn(
+          { topic, gap },
+          "a topic is less durable than KAFKA_REPLICATION_FACTOR (or the brokers' defaults) asks: acks=all rests on fewer copies; raise its replication (kafka-reassign-partitions) or min.insync.replicas",
+        );
+      }
+    } catch (err) {
+      this.logger.debug({ err: err instanceof Error ? err.message : String(err) }, 'topic durability not checked');
+    }
+  }
+
+  /** The concrete factor and min.insync.replicas asked: configured, or read from a broker's defaults. */
+  private async askedDurability(admin: Admin): Promise<TopicReplicationState | null> {
+    const durability = topicDurability(this.config.replicationFactor);
+    if (durability.replicationFactor !== -1 && durability.minInsyncReplicas !== null) {
+      return { replicas: durability.replicationFactor, minInsyncReplicas: durability.minInsyncReplicas };
+    }
+    const { brokers } = await admin.describeCluster();
+    const broker = brokers[0];
+    if (!broker) return null;
+    const { resources } = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [
+        {
+          type: BROKER_RESOURCE,
+          name: String(broker.nodeId),
+          configNames: ['default.replication.factor', 'min.insync.replicas'],
+        },
+      ],
+    });
+    const value = (name: string) =>
+      Number(resources[0]?.configEntries.find((e) => e.configName === name)?.configValue ?? Number.NaN);
+    const replicas = value('default.replication.factor');
+    const minInsyncReplicas = value('min.insync.replicas');
+    return Number.isInteger(replicas) && Number.isInteger(minInsyncReplicas) ? { replicas, minInsyncReplicas } : null;
   }
 
   // A topic may allow less than the configured limit; a message over it would fail its page on every retry. Not
@@ -147,6 +300,13 @@ export class TopicAdmin {
     }
     return this.probe;
   }
+}
+
+/** Whether a topic creation was refused because the registered brokers cannot hold the asked copies. */
+function isReplicationShortfall(err: unknown): boolean {
+  const typed = (e: unknown) => (e as { type?: unknown } | null)?.type === 'INVALID_REPLICATION_FACTOR';
+  const nested = (err as { errors?: unknown } | null)?.errors;
+  return typed(err) || (Array.isArray(nested) && nested.some(typed));
 }
 
 /** Waits until every partition of the topics has a leader, as the metadata of any broker asked tells. */

@@ -242,6 +242,12 @@ export const METRICS = {
     name: 'paused',
     help: '1 while an operator has paused the bridge (reviews-bridge pause): no upstream requests.',
   },
+  topicDurabilityUnmet: {
+    type: 'gauge',
+    name: 'kafka_topic_durability_unmet',
+    help: "1 for an existing topic with fewer replicas or a lower min.insync.replicas than KAFKA_REPLICATION_FACTOR (or, unset, the brokers' defaults) asks; read when the leadership connects.",
+    labels: ['topic'],
+  },
   progressRatio: {
     type: 'gauge',
     name: 'pass_progress_ratio',

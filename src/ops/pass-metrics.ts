@@ -63,6 +63,11 @@ export abstract class PassRecorders {
   }
 
   /** Reports this replica's role and the lease epoch. */
+  /** Marks the topics weaker than asked (1) among those checked (0), as the leadership's connect found them. */
+  topicDurability(checked: readonly string[], shortfalls: ReadonlyMap<string, string>): void {
+    for (const topic of checked) this.m.topicDurabilityUnmet.set({ topic }, shortfalls.has(topic) ? 1 : 0);
+  }
+
   setLeadership(state: 'leader' | 'standby', epoch: number): void {
     this.m.leader.set(state === 'leader' ? 1 : 0);
     this.m.leaseEpoch.set(epoch);

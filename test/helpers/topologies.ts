@@ -74,9 +74,11 @@ export class KafkaCluster {
     return [0, 1, 2].map((i) => `127.0.0.1:${this.base + i}`);
   }
 
-  /** Starts the three members and waits until a topic with three replicas can be created. */
-  start(): Promise<string> {
-    return script('kafka-cluster.sh', ['start', String(this.base)]);
+  /** Starts the members (default all three) and waits until a topic with as many replicas can be created. */
+  start(members: readonly number[] = [1, 2, 3]): Promise<string> {
+    return script('kafka-cluster.sh', ['start', String(this.base)], 300_000, {
+      KAFKA_CLUSTER_MEMBERS: members.join(' '),
+    });
   }
 
   /** Stops every member and deletes the data. */
@@ -92,6 +94,22 @@ export class KafkaCluster {
   /** Starts member 1-3 again and waits until all three serve. */
   startMember(member: number): Promise<string> {
     return script('kafka-cluster.sh', ['start-member', String(member), String(this.base)]);
+  }
+
+  /** Graceful stop of member 1-3 (data kept): it leaves the cluster's registered brokers. */
+  stopMember(member: number): Promise<string> {
+    return script('kafka-cluster.sh', ['stop-member', String(member), String(this.base)]);
+  }
+
+  /** How many brokers the cluster's metadata lists as registered now. */
+  async registeredBrokers(): Promise<number> {
+    const admin = this.admin();
+    await admin.connect();
+    try {
+      return (await admin.describeCluster()).brokers.length;
+    } finally {
+      await admin.disconnect();
+    }
   }
 
   private admin() {

@@ -1,5 +1,11 @@
+import { Writable } from 'node:stream';
+import { Kafka, logLevel } from 'kafkajs';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BridgeConfig } from '../../../src/config/config.js';
+import { KafkaPublisher } from '../../../src/kafka/publisher.js';
 import { FAULT_ROUNDS, faultRounds, runFailover, type Fault } from '../../helpers/failover.js';
+import { uniqueTopics } from '../../helpers/publisher.js';
 import { uniqueName } from '../../helpers/services.js';
 import { KafkaCluster } from '../../helpers/topologies.js';
 import { waitFor } from '../../helpers/processes.js';
@@ -13,14 +19,122 @@ import { waitFor } from '../../helpers/processes.js';
 const cluster = await KafkaCluster.onFreePorts();
 
 beforeAll(async () => {
-  await cluster.start();
+  // Member 3 joins in the first test, as a broker that registers late.
+  await cluster.start([1, 2]);
 }, 180_000);
 afterAll(async () => {
   await cluster.clean();
 }, 120_000);
 
+/** A publisher of the bridge on the cluster whose log lines the test reads (as parsed JSON objects). */
+function publisherOn(replicationFactor: number | null, topics = uniqueTopics('late')) {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n'))
+        if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const config: BridgeConfig['kafka'] = {
+    brokers: cluster.brokers,
+    clientId: uniqueName('late-broker'),
+    ssl: false,
+    sasl: null,
+    topics,
+    createTopics: true,
+    partitions: 2,
+    replicationFactor,
+    exactlyOnce: false,
+    transactionalId: uniqueName('late-tx'),
+    transactionTimeoutMs: 60_000,
+  };
+  return { publisher: new KafkaPublisher(config, 'it', pino({ level: 'info' }, sink)), lines, topics };
+}
+
+describe('topic durability: a broker that registers late', () => {
+  it("unset factor: the start waits for the brokers' default replication, then creates every topic with it", async () => {
+    // Member 3 has never registered (a slow start, a broker being replaced): the brokers' default factor of 3
+    // cannot be met yet. Before, the bridge created its topics with the two brokers it saw, for good.
+    expect(await cluster.registeredBrokers()).toBe(2);
+    const { publisher, lines, topics } = publisherOn(null);
+    const connected = publisher.connect();
+    try {
+      const waiting = await waitFor(
+        () => lines.find((l) => String(l.msg).startsWith('waiting for Kafka brokers')),
+        60_000,
+        'the bridge saying it waits for brokers',
+      );
+      expect(waiting.msg).toMatch(/default\.replication\.factor \(KAFKA_REPLICATION_FACTOR is unset\)/);
+      expect(waiting.registered).toBe(2);
+      await cluster.startMember(3);
+      await connected;
+    } finally {
+      await connected.catch(() => undefined);
+      await publisher.disconnect();
+    }
+    expect(lines.some((l) => l.msg === 'brokers registered; topics created')).toBe(true);
+    for (const topic of Object.values(topics)) {
+      expect(await cluster.topicSettings(topic)).toEqual({ replicas: 3, minInsyncReplicas: '2' });
+    }
+  }, 240_000);
+
+  it('KAFKA_REPLICATION_FACTOR=3 while a broker restarts: exactly three copies, never fewer', async () => {
+    await cluster.stopMember(3);
+    try {
+      await waitFor(async () => ((await cluster.registeredBrokers()) === 2 ? true : undefined), 60_000, '2 brokers');
+      const { publisher, topics } = publisherOn(3);
+      try {
+        await publisher.connect();
+      } finally {
+        await publisher.disconnect();
+      }
+      // The restarting broker stays registered (fenced) and holds its replica once back.
+      for (const topic of [topics.created, topics.changelog]) {
+        expect(await cluster.topicSettings(topic)).toMatchObject({ minInsyncReplicas: '2' });
+      }
+      await cluster.startMember(3);
+      for (const topic of [topics.created, topics.changelog]) {
+        const settings = await waitFor(
+          async () => {
+            const s = await cluster.topicSettings(topic);
+            return s.replicas === 3 ? s : undefined;
+          },
+          60_000,
+          'three live replicas',
+          200,
+        );
+        expect(settings).toEqual({ replicas: 3, minInsyncReplicas: '2' });
+      }
+    } finally {
+      await cluster.startMember(3);
+    }
+  }, 240_000);
+
+  it('an existing topic weaker than asked is reported at connect, by topic', async () => {
+    const topics = uniqueTopics('weak');
+    const admin = new Kafka({ clientId: 'weak-topic', brokers: cluster.brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      await admin.createTopics({ topics: [{ topic: topics.created, numPartitions: 2, replicationFactor: 2 }] });
+    } finally {
+      await admin.disconnect();
+    }
+    const { publisher, lines } = publisherOn(null, topics);
+    try {
+      await publisher.connect();
+      expect([...publisher.durabilityShortfalls()]).toEqual([[topics.created, '2 replicas where 3 are asked']]);
+      const warned = lines.filter((l) => String(l.msg).startsWith('a topic is less durable'));
+      expect(warned.map((l) => l.topic)).toEqual([topics.created]);
+    } finally {
+      await publisher.disconnect();
+    }
+  }, 120_000);
+});
+
 describe('failover: three-broker Kafka', () => {
   it('the partition leader killed mid initial load and mid poll: nothing lost, nothing invented', async () => {
+    await cluster.startMember(3); // a no-op after the tests above; they may have been filtered out
     const id = uniqueName('kafka3');
     const topic = `${id}.created`;
     const statusTopic = `${id}.status_changed`;
