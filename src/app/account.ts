@@ -93,6 +93,7 @@ export function passesFromConfig(
     source,
     {
       overlapMs: config.poll.overlapMs,
+      polls: config.poll,
       metrics,
       deleteMaxFraction: config.deletion.enabled ? config.deletion.maxFraction : null,
       account: config.account,

@@ -17,6 +17,14 @@ import type { PipelineDeps } from './pipeline/types.js';
 // letters (dead-letters.ts), the commit step (commit.ts), the page in flight (in-flight.ts), the halving of a page
 // that keeps failing (isolation.ts), the spans (run-trace.ts) and the metrics of a committed page (page-metrics.ts).
 
+/** How a run treats what it finds. */
+export interface RunOptions {
+  /** Reviews a poll finds first are created as the initial load would create them (polls during the load). */
+  createdAsInitial?: boolean;
+  /** Changes older than this updated_date (null: none) are counted as late (reviews_bridge_late_changes_total). */
+  lateBefore?: () => number | null;
+}
+
 export type {
   ChangelogMark,
   CommitUnit,
@@ -55,8 +63,8 @@ export class PagePipeline implements RunHost {
    * Starts a run (one pass) under a lease epoch. `createdAsInitial`: the initial load is still running, so the
    * reviews this run finds first are created as the load creates them (marked initial, or suppressed).
    */
-  open(type: PassType, epoch: number, options: { createdAsInitial?: boolean } = {}): PipelineRun {
-    return new PipelineRun(this, type, epoch, options.createdAsInitial ?? false);
+  open(type: PassType, epoch: number, options: RunOptions = {}): PipelineRun {
+    return new PipelineRun(this, type, epoch, options.createdAsInitial ?? false, options.lateBefore);
   }
 
   /**

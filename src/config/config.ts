@@ -258,7 +258,18 @@ export const EnvSchema = z.object({
     .describe('Deprecated: the poll interval when POLL_INTERVAL_MS is not set (one interval applies always now)'),
   POLL_OVERLAP_MS: int(0, 7 * 86_400_000)
     .default(300_000)
-    .describe('How far before the watermark polls start (≥ the poll interval; cover clock skew)'),
+    .describe(
+      'The most polls look back before the watermark (the ceiling of the learned lookback; with POLL_LOOKBACK=fixed, always this)',
+    ),
+  POLL_LOOKBACK: z
+    .enum(['learned', 'fixed'])
+    .default('learned')
+    .describe(
+      'learned: polls look back twice the latest lateness seen in the last hour (POLL_LOOKBACK_MIN_MS..POLL_OVERLAP_MS); fixed: POLL_OVERLAP_MS',
+    ),
+  POLL_LOOKBACK_MIN_MS: int(0, 3_600_000)
+    .default(1_000)
+    .describe("The least polls look back before the watermark: the listing's timestamp granularity, and some slack"),
   SWEEP_INTERVAL_MS: int(0, 30 * 86_400_000)
     .default(86_400_000)
     .describe('Scheduled sweeps (0: only on demand)'),
@@ -417,8 +428,11 @@ export interface BridgeConfig {
     sentinelUsername?: string | null;
     sentinelPassword?: SecretSource | null;
   };
-  /** Polls start every intervalMs whatever else runs, from the watermark minus overlapMs. */
-  poll: { intervalMs: number; overlapMs: number };
+  /**
+   * Polls start every intervalMs whatever else runs, from the watermark less a lookback: learned from late changes
+   * between lookbackFloorMs and overlapMs, or (fixed) overlapMs.
+   */
+  poll: { intervalMs: number; overlapMs: number; lookback: 'learned' | 'fixed'; lookbackFloorMs: number };
   sweep: { intervalMs: number };
   initialLoadMode: 'mark' | 'suppress';
   /** Deletion detection at the end of a complete sweep, and its guard against a broken listing. */
@@ -632,7 +646,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sentinelUsername: e.REDIS_SENTINEL_USERNAME ?? null,
       sentinelPassword,
     },
-    poll: { intervalMs: pollIntervalMs, overlapMs: e.POLL_OVERLAP_MS },
+    poll: {
+      intervalMs: pollIntervalMs,
+      overlapMs: e.POLL_OVERLAP_MS,
+      lookback: e.POLL_LOOKBACK,
+      lookbackFloorMs: e.POLL_LOOKBACK_MIN_MS,
+    },
     sweep: { intervalMs: e.SWEEP_INTERVAL_MS },
     initialLoadMode: e.INITIAL_LOAD_MODE,
     deletion: { enabled: e.DELETE_DETECTION === 'on', maxFraction: e.DELETE_MAX_FRACTION },

@@ -196,6 +196,32 @@ export const METRICS = {
     name: 'poll_budget_share',
     help: 'Share of the upstream rate budget spent on incremental polls over the last minute (0..1).',
   },
+  pollLookback: {
+    type: 'gauge',
+    name: 'poll_lookback_seconds',
+    help: 'How far before the watermark incremental polls start: twice the latest lateness seen in the last hour, between the floor and POLL_OVERLAP_MS.',
+  },
+  lateChanges: {
+    type: 'counter',
+    name: 'late_changes_total',
+    help: 'Changes that became visible after time polls had covered: found by a poll within its lookback (found_by=poll) or later by a sweep (found_by=sweep).',
+    labels: ['found_by'],
+  },
+  pollChanges: {
+    type: 'counter',
+    name: 'poll_changes_total',
+    help: 'Reviews with an event found by incremental polls (reviews_processed_total{pass="incremental"} over this: reads per change).',
+  },
+  pollReadsPerChange: {
+    type: 'gauge',
+    name: 'poll_reads_per_change',
+    help: 'Reviews read by incremental polls per change they found over the last minute; no sample without a change.',
+  },
+  pollsOverrun: {
+    type: 'counter',
+    name: 'polls_overrun_total',
+    help: 'Incremental polls that took longer than POLL_INTERVAL_MS (logged once per episode).',
+  },
   sweepSeen: {
     type: 'gauge',
     name: 'sweep_reviews_seen',

@@ -53,6 +53,9 @@ export class BridgeMetrics extends PassRecorders {
   private readonly retryReasons = retryReasonVocabulary();
   private watermarkMs: number | null = null;
   private readonly pollBudget: PollBudget;
+  /** The last minute's polls: when, reviews read, changes found. */
+  private readonly pollReads: Array<[number, number, number]> = [];
+  private readonly now: () => number;
   protected readonly m: Instruments;
 
   constructor(opts: BridgeMetricsOptions) {
@@ -62,6 +65,7 @@ export class BridgeMetrics extends PassRecorders {
     if (opts.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     this.statuses = new StatusLabels(opts.knownStatuses);
     const now = opts.now ?? Date.now;
+    this.now = now;
     this.pollBudget = new PollBudget(opts.upstreamRateLimitRps ?? 10, now);
     this.m = registerMetrics(this.registry, {
       // Computed at scrape time so that the lag keeps growing while the bridge is stuck (a stored value would not).
@@ -73,6 +77,11 @@ export class BridgeMetrics extends PassRecorders {
       },
       // Poll requests of the last minute over the budget of a minute, computed at scrape from the request times.
       pollBudgetShare: (gauge) => gauge.set(this.pollBudget.share()),
+      pollReadsPerChange: (gauge) => {
+        const ratio = this.readsPerChange();
+        if (ratio === null) gauge.remove({});
+        else gauge.set(ratio);
+      },
     });
     this.m.watermark.remove({});
     presetSeries(this.m, this.statuses.vocabulary());
@@ -130,6 +139,30 @@ export class BridgeMetrics extends PassRecorders {
   /** Records the time of the last complete incremental poll (the feed-freshness alert watches it). */
   incrementalPollCompleted(at: Date): void {
     this.m.lastPoll.set(at.getTime() / 1000);
+  }
+
+  /** Records what a committed poll read and found, for reads per change. */
+  pollRead(reviews: number, changes: number): void {
+    if (changes > 0) this.m.pollChanges.inc(changes);
+    this.pollReads.push([this.now(), reviews, changes]);
+    this.forgetPolls();
+  }
+
+  /** Reviews read by polls per change they found over the last minute; null without a change. */
+  readsPerChange(): number | null {
+    this.forgetPolls();
+    let reads = 0;
+    let changes = 0;
+    for (const [, r, c] of this.pollReads) {
+      reads += r;
+      changes += c;
+    }
+    return changes > 0 ? reads / changes : null;
+  }
+
+  private forgetPolls(): void {
+    const since = this.now() - 60_000;
+    while (this.pollReads.length > 0 && this.pollReads[0]![0] < since) this.pollReads.shift();
   }
 
   /** Records the time of the last committed event. */

@@ -63,6 +63,21 @@ export abstract class PassRecorders {
   }
 
   /** Reports this replica's role and the lease epoch. */
+  /** Shows how far before the watermark polls start now. */
+  setPollLookback(ms: number): void {
+    this.m.pollLookback.set(ms / 1000);
+  }
+
+  /** Counts changes that became visible late: seen by a poll within its lookback, or by a sweep beyond it. */
+  lateChanges(foundBy: 'poll' | 'sweep', n: number): void {
+    if (n > 0) this.m.lateChanges.inc({ found_by: foundBy }, n);
+  }
+
+  /** Counts a poll that did not fit its interval. */
+  pollOverran(): void {
+    this.m.pollsOverrun.inc();
+  }
+
   /** Marks the topics weaker than asked (1) among those checked (0), as the leadership's connect found them. */
   topicDurability(checked: readonly string[], shortfalls: ReadonlyMap<string, string>): void {
     for (const topic of checked) this.m.topicDurabilityUnmet.set({ topic }, shortfalls.has(topic) ? 1 : 0);

@@ -1,9 +1,22 @@
 import type { BridgeMetrics } from '../../ops/metrics.js';
+import type { PollState } from './poll-state.js';
 
 /** What every pass needs besides the pipeline and the upstream: settings, the clock and its metrics. */
 export interface PassContext {
-  /** How far before the watermark incremental polls start (covers clock skew and unordered listings). */
+  /** POLL_OVERLAP_MS: the ceiling of the polls' lookback, and how far ahead of the upstream's time data may run. */
   overlapMs: number;
+  /** The polls' learned lookback and paging time (src/bridge/passes/poll-state.ts). */
+  polls: PollState;
   clock: () => number;
-  metrics: Pick<BridgeMetrics, 'setWatermark' | 'incrementalPollCompleted' | 'sweepProgress' | 'passProgress'>;
+  metrics: Pick<
+    BridgeMetrics,
+    | 'setWatermark'
+    | 'incrementalPollCompleted'
+    | 'sweepProgress'
+    | 'passProgress'
+    | 'setPollLookback'
+    | 'pollRead'
+    | 'pollOverran'
+    | 'lateChanges'
+  >;
 }

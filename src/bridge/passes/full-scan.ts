@@ -37,7 +37,10 @@ export async function openFullScan(
 ): Promise<LongPassRun> {
   await pipeline.settle();
   const ckpt = await pipeline.deps.snapshot.checkpoint(true);
-  const run = pipeline.open(ckpt.sweep?.kind ?? (ckpt.initialDone ? 'sweep' : 'initial'), epoch);
+  const kind = ckpt.sweep?.kind ?? (ckpt.initialDone ? 'sweep' : 'initial');
+  // A sweep's creations and status changes older than what polls covered were missed by them (visible too late).
+  const lateBefore = kind === 'sweep' ? () => ctx.polls.missedBefore(ctx.clock()) : undefined;
+  const run = pipeline.open(kind, epoch, { lateBefore });
   const scan = await startOrResume(ctx, pipeline, run, ckpt);
   const fromStart = scan.cursor === null && scan.seen === 0;
   const digestOf = await unreadableDigester(pipeline);
@@ -93,7 +96,9 @@ export async function openFullScan(
       const next = await nextPage();
       if (next.done) return endOfListing();
       const page = next.value;
-      const { checkpoint, commitIfUnchanged, watermark } = cursor.advance(page);
+      // The initial load's first page sets the watermark that polls start from, from the data's own clock.
+      const recent = cursor.setsWatermark ? await recentChange(source, page.upstreamAt ?? null, ctx, signal) : null;
+      const { checkpoint, commitIfUnchanged, watermark } = cursor.advance(page, recent);
       ids?.list(page);
       if (await run.submit(page, { checkpoint, commitIfUnchanged })) cursor.committed();
       if (watermark !== null) {
@@ -111,6 +116,35 @@ export async function openFullScan(
       await pages.return?.();
     },
   });
+}
+
+/**
+ * The updated_date of a recent change, for the initial load's first watermark: the listing's first page may hold
+ * only old reviews (it is ordered by id, say), and polls would then read the whole account again from there. The
+ * upstream's time seeds one-page incremental listings reaching back POLL_OVERLAP_MS, then twice as far each time,
+ * until one holds a review (its data's clock may run minutes behind the Date header): at most about 20 requests,
+ * once per initial load. Null when there is no upstream time or nothing changed since `floor`.
+ */
+async function recentChange(
+  source: ReviewSource,
+  upstreamAt: number | null,
+  ctx: PassContext,
+  signal: AbortSignal,
+): Promise<number | null> {
+  if (upstreamAt === null) return null;
+  for (let back = Math.max(1_000, ctx.overlapMs); back < upstreamAt; back *= 2) {
+    const listing = source.pages({ updatedSince: upstreamAt - back, kind: 'incremental', signal });
+    const pages = listing[Symbol.asyncIterator]();
+    try {
+      const first = await pages.next();
+      if (!first.done && first.value.reviews.length > 0) {
+        return Math.max(...first.value.reviews.map((r) => r.updated_date));
+      }
+    } finally {
+      await pages.return?.();
+    }
+  }
+  return null;
 }
 
 /** The scan's checkpointed position: a fresh one (committed as the pass's start), or the one it resumes from. */

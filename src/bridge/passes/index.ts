@@ -4,6 +4,7 @@ import { heartbeatEvent, type ReviewHeartbeatEvent } from '../../core/events.js'
 import type { Checkpoint } from '../../redis/snapshot-store.js';
 import type { ReviewSource } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
+import { PollState } from './poll-state.js';
 import type { DeletionDeps, DeletionSink, DeletionSnapshot } from './deletions.js';
 import { openFullScan, type LongPassRun } from './full-scan.js';
 import { runIncrementalPoll } from './incremental.js';
@@ -67,8 +68,10 @@ export interface PassesSink extends EventSink, DeletionSink, Pick<RestorePorts, 
 
 /** Settings of the passes. */
 export interface PassesOptions {
-  /** How far before the watermark incremental polls start. */
+  /** POLL_OVERLAP_MS: the most incremental polls look back before the watermark. */
   overlapMs: number;
+  /** How the lookback is chosen (absent: learned from 1 s, polls every second). */
+  polls?: { intervalMs: number; lookback: 'learned' | 'fixed'; lookbackFloorMs: number };
   metrics: PassContext['metrics'] & DeletionDeps['metrics'] & RestoreMetrics;
   /** Deletion detection at the end of complete sweeps: the guard's fraction, or null when it is off. */
   deleteMaxFraction: number | null;
@@ -100,7 +103,14 @@ export class Passes implements PassRunner {
     this.account = options.account;
     this.metrics = options.metrics;
     this.keySource = options.keySource;
-    this.ctx = { overlapMs: options.overlapMs, metrics: options.metrics, clock: this.pipeline.clock };
+    const polls = options.polls ?? { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000 };
+    const pollState = new PollState({
+      intervalMs: polls.intervalMs,
+      mode: polls.lookback,
+      floorMs: Math.min(polls.lookbackFloorMs, options.overlapMs),
+      ceilingMs: options.overlapMs,
+    });
+    this.ctx = { overlapMs: options.overlapMs, polls: pollState, metrics: options.metrics, clock: this.pipeline.clock };
     const { deleteMaxFraction: maxFraction, metrics } = options;
     this.deletion = maxFraction === null ? null : { snapshot: deps.snapshot, sink: deps.sink, metrics, maxFraction };
   }

@@ -1,4 +1,5 @@
 import type { Checkpoint, CheckpointUpdate } from '../../core/checkpoint.js';
+import { dataWatermark } from '../../core/lookback.js';
 import { progressOf } from '../../core/progress.js';
 import type { Page } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
@@ -41,20 +42,29 @@ export class ScanCursor {
     this.watermarkSet = hasWatermark;
   }
 
+  /** Whether the next page is the initial load's first, which sets the watermark so that polls run alongside. */
+  get setsWatermark(): boolean {
+    return this.scan.kind === 'initial' && !this.watermarkSet;
+  }
+
   /**
-   * Moves past a page. The initial load's first page sets the watermark to the upstream's time when it was asked
-   * for, so that polls run during the load: every change made after that moment is at or after the watermark.
+   * Moves past a page. The initial load's first page sets the watermark from the data's own clock: the largest
+   * updated_date read so far (with `recent`, one a short incremental listing found), never the bridge's or the
+   * Date header's time. Every change made after that is at or after it (late ones within the polls' lookback).
    */
-  advance(page: Page): PageCheckpoint {
+  advance(page: Page, recent: number | null = null): PageCheckpoint {
     const { scan } = this;
+    const setsWatermark = this.setsWatermark;
     scan.cursor = page.nextCursor;
     scan.seen += page.reviews.length + page.rejects.length;
     for (const review of page.reviews) this.maxSeen = Math.max(this.maxSeen ?? 0, review.updated_date);
     const due = this.ctx.clock() - this.lastCommitAt >= CURSOR_COMMIT_INTERVAL_MS;
     const checkpoint: CheckpointUpdate = { sweep: { ...scan } };
-    const setsWatermark = scan.kind === 'initial' && !this.watermarkSet && typeof page.upstreamAt === 'number';
-    if (setsWatermark) checkpoint.watermark = page.upstreamAt!;
-    return { checkpoint, commitIfUnchanged: due || setsWatermark, watermark: setsWatermark ? page.upstreamAt! : null };
+    if (!setsWatermark) return { checkpoint, commitIfUnchanged: due, watermark: null };
+    const seen = Math.max(this.maxSeen ?? 0, recent ?? 0);
+    const watermark = dataWatermark(seen, page.upstreamAt ?? null, this.ctx.overlapMs);
+    checkpoint.watermark = watermark;
+    return { checkpoint, commitIfUnchanged: true, watermark };
   }
 
   /** A page's commit was made: the cursor's interval starts again. */
@@ -85,7 +95,7 @@ export class ScanCursor {
   endUpdate(): CheckpointUpdate {
     // The initial load covers everything changed before it started; polls take over from there.
     const update: CheckpointUpdate = { sweep: null, lastSweepAt: this.ctx.clock(), initialDone: true };
-    // An upstream without Date headers gave no time for the first page: the largest updated_date read stands in.
+    // A load that ended before a first page was committed (an empty listing): the largest updated_date read.
     if (this.scan.kind === 'initial' && !this.watermarkSet) update.watermark = this.maxSeen ?? 0;
     return update;
   }

@@ -18,6 +18,15 @@ export function recordPage(
   summary.reviews += page.reviews.length;
   summary.events += events.length;
   summary.deadLetters += deadLetters.length;
+  if (events.length > 0) {
+    summary.changes = (summary.changes ?? 0) + new Set(events.map((e) => e.subject)).size;
+    for (const event of events) {
+      // Edits keep their updated_date (the upstream moves it on status changes only): they say nothing of lateness.
+      if (event.type === 'review.updated') continue;
+      const date = event.data.review.updated_date;
+      if (summary.oldestChange == null || date < summary.oldestChange) summary.oldestChange = date;
+    }
+  }
   metrics.reviewsProcessed(pass, page.reviews.length);
   for (const dl of deadLetters) metrics.deadLetter(dl.reject.reason);
   if (events.length > 0) metrics.eventsCommitted(new Date(now));

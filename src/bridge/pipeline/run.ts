@@ -27,9 +27,16 @@ export interface RunHost {
   readonly inflight: InFlightSlot<PipelineRun>;
 }
 
+/** Creations and status changes (edits keep their updated_date) stamped before `before`. */
+function lateCount(events: readonly ReviewEvent[], before: number): number {
+  let n = 0;
+  for (const e of events) if (e.type !== 'review.updated' && e.data.review.updated_date < before) n += 1;
+  return n;
+}
+
 /** One pass's use of the pipeline: pages in order, then a final checkpoint commit. */
 export class PipelineRun {
-  readonly summary: PassSummary = { pages: 0, reviews: 0, events: 0, deadLetters: 0 };
+  readonly summary: PassSummary = { pages: 0, reviews: 0, events: 0, deadLetters: 0, changes: 0, oldestChange: null };
   private failure: { err: unknown } | null = null;
   private readonly trace: RunTrace;
 
@@ -38,6 +45,8 @@ export class PipelineRun {
     readonly type: PassType,
     readonly epoch: number,
     private readonly createdAsInitial = false,
+    /** Changes older than this updated_date are late: polls had covered that time (absent: not counted). */
+    private readonly lateBefore?: () => number | null,
   ) {
     this.trace = new RunTrace(host.tracer, type, epoch, host.clock);
   }
@@ -169,6 +178,9 @@ export class PipelineRun {
   }
 
   private record(page: Page, events: ReviewEvent[], deadLetters: DeadLetter[]): void {
-    recordPage(this.host.deps.metrics, this.summary, this.type, this.host.clock(), { page, events, deadLetters });
+    const { metrics } = this.host.deps;
+    recordPage(metrics, this.summary, this.type, this.host.clock(), { page, events, deadLetters });
+    const before = events.length > 0 ? (this.lateBefore?.() ?? null) : null;
+    if (before !== null) metrics.lateChanges(this.type === 'incremental' ? 'poll' : 'sweep', lateCount(events, before));
   }
 }

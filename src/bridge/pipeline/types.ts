@@ -55,6 +55,7 @@ export type PipelineMetrics = Pick<
   | 'observeEventDelay'
   | 'recordsQuarantined'
   | 'eventTruncated'
+  | 'lateChanges'
 >;
 
 /** What the pipeline is built from. */
@@ -96,6 +97,10 @@ export interface PassSummary {
   reviews: number;
   events: number;
   deadLetters: number;
+  /** Reviews with an event (what reads per change divides by). */
+  changes?: number;
+  /** The oldest updated_date of a creation or status change committed (how late a change became visible). */
+  oldestChange?: number | null;
 }
 
 /** How a page is committed. */

@@ -83,7 +83,7 @@ describe('restore from the changelog', () => {
     const g = gate();
     snapshot.commitGate = g;
     g.fail(new Error('redis away'));
-    await run.step();
+    // The load's first page sets the watermark, so its step waits for the commit (and sees it fail).
     await expect(run.step()).rejects.toThrow('redis away');
     await run.close();
     expect(sink.events.map((e) => e.subject)).toEqual(['1', '2']);
