@@ -11,7 +11,7 @@ import { decideDurability, durabilityMessage, probeReplicas } from '../redis/dur
 import { LeaseKeeper } from '../bridge/lease-keeper.js';
 import { createLogger } from '../ops/logger.js';
 import { BridgeMetrics } from '../ops/metrics.js';
-import { completedProgress, progressOf, ProgressReporter, type Progress } from '../core/progress.js';
+import { completedProgress, fullScanEstimate, progressOf, ProgressReporter, type Progress } from '../core/progress.js';
 import { KafkaPublisher } from '../kafka/publisher.js';
 import { newResyncRequest, parseResyncArgs, UsageError } from '../core/resync-request.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
@@ -101,7 +101,8 @@ async function redisDurability(redis: BridgeRedis, config: BridgeConfig, clock: 
 async function sweepProgress(store: SnapshotStore, now: number): Promise<Progress | null> {
   const [checkpoint, size] = await Promise.all([store.checkpoint(), store.size()]);
   if (!checkpoint.sweep) return null;
-  return progressOf({ seen: checkpoint.sweep.seen, estimatedTotal: size, startedAt: checkpoint.sweep.startedAt, now });
+  const { kind, seen, startedAt } = checkpoint.sweep;
+  return progressOf({ seen, estimatedTotal: fullScanEstimate(kind, size), startedAt, now });
 }
 
 /**

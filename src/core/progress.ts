@@ -47,6 +47,14 @@ export function progressOf(sample: ProgressSample): Progress {
 }
 
 /**
+ * The estimated total of a sweep or initial load from the snapshot's size: null for an initial load, whose snapshot
+ * is what it is building (it would read 100 % all along).
+ */
+export function fullScanEstimate(kind: string, snapshotReviews: number): number | null {
+  return kind === 'initial' ? null : snapshotReviews;
+}
+
+/**
  * The progress of a pass that has ended, having seen `seen` reviews (at least as many as last reported): the total
  * is what it saw, so the line reads n/n 100.0% rather than the estimate's last sample at 100 %.
  */
