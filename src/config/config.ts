@@ -551,7 +551,11 @@ function secret(env: Record<string, string | undefined>, name: string, required:
 // Thrown (and caught by Checks.run) when a rule reads a setting whose value was already reported as invalid.
 const ALREADY_REPORTED = Symbol('already reported');
 
-const NO_TLS_FILES: TlsFiles = { caFile: null, certFile: null, keyFile: null };
+// The result of an earlier rule for a later one: undefined (that rule failed, its problem recorded) skips the later.
+function known<T>(result: T | undefined): T {
+  if (result === undefined) throw ALREADY_REPORTED;
+  return result;
+}
 
 /**
  * The problems of one configuration, gathered instead of thrown at the first. A rule that reads a setting the
@@ -637,9 +641,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     return { mechanism: e.KAFKA_SASL_MECHANISM, username, password };
   });
   const kafkaTls = checks.run(() => tlsFiles(e, 'KAFKA_SSL'));
-  const kafkaSsl = checks.run(() => e.KAFKA_SSL || Object.values(kafkaTls ?? {}).some((f) => f !== null));
+  const kafkaSsl = checks.run(() => e.KAFKA_SSL || Object.values(known(kafkaTls)).some((f) => f !== null));
   checks.run(() => {
-    if (sasl?.mechanism === 'plain' && !kafkaSsl && !e.KAFKA_SASL_ALLOW_PLAINTEXT) {
+    if (known(sasl)?.mechanism === 'plain' && !known(kafkaSsl) && !e.KAFKA_SASL_ALLOW_PLAINTEXT) {
       // SASL PLAIN sends the password itself; without TLS anyone on the path reads it.
       throw new ConfigError(
         'KAFKA_SASL_MECHANISM',
@@ -655,11 +659,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     return url;
   });
   const redisTls = checks.run(() => tlsFiles(e, 'REDIS_TLS'));
-  const redisTlsEnabled = checks.run(() => redisTlsSwitch(e, redisUrl ?? null, redisTls ?? NO_TLS_FILES));
+  const redisTlsEnabled = checks.run(() => redisTlsSwitch(e, known(redisUrl), known(redisTls)));
   const redisPassword = checks.run(() => secret(env, 'REDIS_PASSWORD', false));
   const sentinelPassword = checks.run(() => secret(env, 'REDIS_SENTINEL_PASSWORD', false));
   checks.run(() => {
-    if (!e.REDIS_SENTINELS && (sentinelPassword || e.REDIS_SENTINEL_USERNAME)) {
+    if (!e.REDIS_SENTINELS && (known(sentinelPassword) || e.REDIS_SENTINEL_USERNAME)) {
       const setting = e.REDIS_SENTINEL_USERNAME ? 'REDIS_SENTINEL_USERNAME' : 'REDIS_SENTINEL_PASSWORD';
       throw new ConfigError(setting, 'only used with REDIS_SENTINELS');
     }
@@ -673,7 +677,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     env.POLL_INTERVAL_MS ? e.POLL_INTERVAL_MS : (e.POLL_MIN_INTERVAL_MS ?? e.POLL_INTERVAL_MS),
   );
   checks.run(() => {
-    if (e.POLL_OVERLAP_MS < pollIntervalMs) {
+    if (e.POLL_OVERLAP_MS < known(pollIntervalMs)) {
       // The overlap must cover at least one poll interval, or a change made while a poll pages could be skipped.
       throw new ConfigError('POLL_OVERLAP_MS', 'must be at least POLL_INTERVAL_MS');
     }

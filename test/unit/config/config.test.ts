@@ -157,6 +157,18 @@ describe('loadConfig', () => {
     expect(err.setting).toBe('UPSTREAM_BASE_URL');
   });
 
+  it('skips a rule that needs the result of a rule that failed', () => {
+    // TLS was asked for (a certificate) but is incomplete: that is the problem, not SASL plain without TLS.
+    const err = errorOf({
+      ...minimal,
+      KAFKA_SSL_CERT_FILE: '/etc/hostname',
+      KAFKA_SASL_MECHANISM: 'plain',
+      KAFKA_SASL_USERNAME: 'u',
+      KAFKA_SASL_PASSWORD: 'p',
+    });
+    expect(err.problems).toEqual([{ setting: 'KAFKA_SSL_KEY_FILE', problem: 'required with KAFKA_SSL_CERT_FILE' }]);
+  });
+
   it.each([
     ['UPSTREAM_BASE_URL', 'ftp://h', 'wrong URL scheme ftp://: use http:// or https://'],
     ['UPSTREAM_BASE_URL', 'reviews.example.com', 'not a URL: it needs a scheme, http:// or https://'],
