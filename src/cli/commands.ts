@@ -428,7 +428,7 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
     await runSimulatorCli(rest);
     return;
   }
-  if (!command || command === '--help' || command === '-h' || command === 'help') {
+  if (!command || ['--help', '-h', 'help'].includes(command)) {
     process.stderr.write(USAGE);
     process.exitCode = 0;
     return;
@@ -436,6 +436,12 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
   if (!COMMANDS.includes(command)) {
     process.stderr.write(unknownCommand(command));
     process.exitCode = 2;
+    return;
+  }
+  // `reviews-bridge sweep --help` too, rather than an unknown argument.
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stderr.write(USAGE);
+    process.exitCode = 0;
     return;
   }
   let parsed: ReturnType<typeof accountArg>;

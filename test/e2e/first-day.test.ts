@@ -149,6 +149,8 @@ describe('first day: the command line', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr.split('\n')[0]).toBe('reviews-bridge: unknown command "stauts" (did you mean status?)');
     expect(unknown.stderr).toContain('usage: reviews-bridge <command>');
+    const help = await bridge(['resync', '--help']);
+    expect([help.code, help.stderr.split('\n')[0]]).toEqual([0, 'usage: reviews-bridge <command>']);
   });
 
   it('runs from a clone without a build (the sources through tsx), and from dist/ once built and current', async () => {
