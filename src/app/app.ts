@@ -79,7 +79,7 @@ export async function startApp(
 
   let admin: AdminServer | null = null;
   const health = { accounts, only: parts.only, redis, kafka, durability, clock };
-  const ops = await startOpsServer({
+  const ops = await portSetting('HTTP_PORT', first.http, startOpsServer, {
     host: first.http.host,
     port: first.http.port,
     metrics: mergedMetrics(() => [
@@ -95,7 +95,7 @@ export async function startApp(
 
   if (first.admin) {
     try {
-      admin = await startAdminServer({
+      admin = await portSetting('ADMIN_PORT', first.admin, startAdminServer, {
         admin: first.admin,
         accounts: list,
         durability: () => durabilityMessage(durability.state()),
@@ -255,4 +255,29 @@ function fleetGauges(registry: Registry, allotment: Allotment): void {
       this.set(allotment.held());
     },
   });
+}
+
+/**
+ * Starts a server on a configured port; a port it cannot listen on (in use, not permitted) is a ConfigError
+ * naming the setting, not a bare `listen EADDRINUSE`.
+ */
+async function portSetting<O, S>(
+  setting: 'HTTP_PORT' | 'ADMIN_PORT',
+  where: { host: string; port: number },
+  start: (options: O) => Promise<S>,
+  options: O,
+): Promise<S> {
+  try {
+    return await start(options);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    const at = `${where.port} on ${where.host}`;
+    if (code === 'EADDRINUSE') throw new ConfigError(setting, `port ${at} is already in use by another process`);
+    if (code === 'EACCES') throw new ConfigError(setting, `port ${at} needs privileges this process lacks`);
+    if (code === 'EADDRNOTAVAIL') {
+      const host = setting === 'HTTP_PORT' ? 'HTTP_HOST' : 'ADMIN_HOST';
+      throw new ConfigError(host, `${where.host} is not an address of this machine (${setting} ${where.port})`);
+    }
+    throw err;
+  }
 }

@@ -51,7 +51,8 @@ export function startTracing(settings: BridgeConfig['tracing'], logger: Logger):
   });
   // The origin only: an endpoint's path or query could carry a credential.
   const origin = settings.endpoint ? new URL(settings.endpoint).origin : '(exporter default)';
-  logger.info({ endpoint: origin, service: settings.serviceName }, 'tracing on');
+  // serviceName, not service: the log lines' own `service` (the process) is bound already.
+  logger.info({ endpoint: origin, serviceName: settings.serviceName }, 'tracing on');
   return {
     tracer: provider.getTracer(TRACER_NAME),
     shutdown: async (timeoutMs = 10_000) => {

@@ -11,7 +11,7 @@ import { decideDurability, durabilityMessage, probeReplicas } from '../redis/dur
 import { LeaseKeeper } from '../bridge/lease-keeper.js';
 import { createLogger } from '../ops/logger.js';
 import { BridgeMetrics } from '../ops/metrics.js';
-import { progressOf, ProgressReporter, type Progress } from '../core/progress.js';
+import { completedProgress, fullScanEstimate, progressOf, ProgressReporter, type Progress } from '../core/progress.js';
 import { KafkaPublisher } from '../kafka/publisher.js';
 import { newResyncRequest, parseResyncArgs, UsageError } from '../core/resync-request.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
@@ -101,7 +101,8 @@ async function redisDurability(redis: BridgeRedis, config: BridgeConfig, clock: 
 async function sweepProgress(store: SnapshotStore, now: number): Promise<Progress | null> {
   const [checkpoint, size] = await Promise.all([store.checkpoint(), store.size()]);
   if (!checkpoint.sweep) return null;
-  return progressOf({ seen: checkpoint.sweep.seen, estimatedTotal: size, startedAt: checkpoint.sweep.startedAt, now });
+  const { kind, seen, startedAt } = checkpoint.sweep;
+  return progressOf({ seen, estimatedTotal: fullScanEstimate(kind, size), startedAt, now });
 }
 
 /**
@@ -122,15 +123,13 @@ async function followRequestedSweep(
     if (progress) reporter.update((last = progress));
     await clock.sleep(POLL_STATUS_MS);
   }
-  reporter.done({ ...last, fraction: 1, etaSeconds: 0 }, 'completed');
+  // The sweep's own count is gone with it; what it listed is the snapshot now.
+  reporter.done(completedProgress(last, await store.size()), 'completed');
   return store.checkpoint();
 }
 
 async function sweep(config: BridgeConfig, args: string[], clock: Clock): Promise<void> {
   const wait = args.includes('--wait');
-  const unknown = args.filter((a) => a !== '--wait');
-  if (unknown.length > 0)
-    throw new UsageError(`sweep: unknown argument ${JSON.stringify(unknown[0])} (expected --wait)`);
   const logger = createLogger(config.logLevel, { account: config.account, command: 'sweep' });
   const { redis, store, keys } = redisFromConfig(config);
   const reporter = new ProgressReporter(process.stderr, 'sweep');
@@ -154,7 +153,8 @@ async function sweep(config: BridgeConfig, args: string[], clock: Clock): Promis
         progress = (await sweepProgress(leaderStore, clock.now())) ?? progress;
         if (progress) reporter.update(progress);
       });
-      if (wait && progress) reporter.done({ ...(progress as Progress), fraction: 1, etaSeconds: 0 }, 'completed');
+      // The last report came before the last page: the pass's own count says how many it saw.
+      if (wait && progress) reporter.done(completedProgress(progress as Progress, run.summary.reviews), 'completed');
       console.log(JSON.stringify({ completed: true, kind: run.type, ...run.summary }));
     });
     if (!done) {
@@ -281,14 +281,25 @@ async function pause(config: BridgeConfig, resume: boolean, clock: Clock): Promi
   try {
     if (resume) {
       const wasPaused = await store.resume();
-      console.log(JSON.stringify({ paused: false, wasPaused, note: 'polling continues from the watermark' }));
+      console.log(
+        JSON.stringify({
+          account: config.account,
+          paused: false,
+          wasPaused,
+          note: 'polling continues from the watermark',
+        }),
+      );
     } else {
       await store.pause(clock.now());
       const since = await store.pausedSince();
+      const pausedSince = since === null ? null : new Date(since).toISOString();
       console.log(
         JSON.stringify({
+          account: config.account,
           paused: true,
-          since: since === null ? null : new Date(since).toISOString(),
+          // The name `status` and the admin API use; `since` is its former name here, kept for scripts.
+          pausedSince,
+          since: pausedSince,
           note: 'the leader stops upstream requests at its next tick; `reviews-bridge resume` lifts it',
         }),
       );
@@ -326,6 +337,69 @@ async function resync(config: BridgeConfig, args: string[], clock: Clock): Promi
 
 const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync', 'restore'];
 
+// The flags each command takes besides --account (resync parses its own: src/core/resync-request.ts).
+const FLAGS: Readonly<Record<string, readonly string[]>> = {
+  run: [],
+  sweep: ['--wait'],
+  status: [],
+  pause: [],
+  resume: [],
+  restore: [],
+};
+
+/** The candidate nearest to `word` when it is a likely typo of it (at most two edits), else null. */
+export function closest(word: string, candidates: readonly string[]): string | null {
+  let best: { candidate: string; distance: number } | null = null;
+  for (const candidate of candidates) {
+    const distance = editDistance(word, candidate);
+    if (distance <= Math.min(2, candidate.length - 1) && (best === null || distance < best.distance))
+      best = { candidate, distance };
+  }
+  return best?.candidate ?? null;
+}
+
+// Optimal string alignment distance: a swap of two neighbours (--wiat) counts as one edit.
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = v;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** Refuses an argument `command` does not take, naming it and the flag it most likely meant. */
+export function checkArgs(command: string, args: readonly string[]): void {
+  const allowed = FLAGS[command];
+  if (allowed === undefined) return;
+  const unknown = args.find((arg) => !allowed.includes(arg));
+  if (unknown === undefined) return;
+  // `run` serves every account of its configuration: it takes no --account either.
+  const all = command === 'run' ? allowed : [...allowed, '--account <id>'];
+  const guess = closest(
+    unknown,
+    all.map((flag) => flag.split(' ')[0]!),
+  );
+  const hint =
+    guess !== null
+      ? `did you mean ${guess}?`
+      : all.length > 0
+        ? `${command} takes only ${all.join(', ')}`
+        : `${command} takes no arguments: its settings come from the environment`;
+  throw new UsageError(`unknown argument ${JSON.stringify(unknown)} (${hint})`);
+}
+
+/** What `reviews-bridge` prints for a command it does not know: the mistake first, then the usage. */
+export function unknownCommand(command: string): string {
+  const guess = closest(command, [...COMMANDS, 'simulate', 'help']);
+  return `reviews-bridge: unknown command ${JSON.stringify(command)}${guess === null ? '' : ` (did you mean ${guess}?)`}\n\n${USAGE}`;
+}
+
 /** Takes `--account <id>` out of the arguments. */
 export function accountArg(args: readonly string[]): { account: string | null; args: string[] } {
   const at = args.indexOf('--account');
@@ -354,17 +428,38 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
     await runSimulatorCli(rest);
     return;
   }
-  if (!command || command === '--help' || command === 'help' || !COMMANDS.includes(command)) {
+  if (!command || ['--help', '-h', 'help'].includes(command)) {
     process.stderr.write(USAGE);
-    process.exitCode = command && !['--help', 'help'].includes(command) ? 2 : 0;
+    process.exitCode = 0;
     return;
+  }
+  if (!COMMANDS.includes(command)) {
+    process.stderr.write(unknownCommand(command));
+    process.exitCode = 2;
+    return;
+  }
+  // `reviews-bridge sweep --help` too, rather than an unknown argument.
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stderr.write(USAGE);
+    process.exitCode = 0;
+    return;
+  }
+  let parsed: ReturnType<typeof accountArg>;
+  try {
+    // Arguments first: a typo is reported without a configuration to load.
+    parsed = command === 'run' ? { account: null, args: rest } : accountArg(rest);
+    checkArgs(command, parsed.args);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`reviews-bridge ${command}: ${err.message}\n`);
+    process.exit(2);
   }
   let loaded: AccountsConfig;
   try {
     loaded = loadAccounts();
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`reviews-bridge: ${err.message}\n`);
+      process.stderr.write(lines(`reviews-bridge: `, err.message));
       process.exit(2);
     }
     throw err;
@@ -374,7 +469,7 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
       await run(loaded);
       return;
     }
-    const { account, args } = accountArg(rest);
+    const { account, args } = parsed;
     if (command === 'status' && account === null && loaded.file !== null) {
       await overview(loaded.accounts);
       return;
@@ -389,9 +484,17 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
     // Bad arguments, or a setting the environment cannot meet (found at start-up, e.g. REDIS_WAIT_REPLICAS): one
     // line, exit 2.
     if (err instanceof UsageError || err instanceof ConfigError) {
-      process.stderr.write(`reviews-bridge ${command}: ${err.message}\n`);
+      process.stderr.write(lines(`reviews-bridge ${command}: `, err.message));
       process.exit(2);
     }
     throw err;
   }
+}
+
+// Each line of a message (a ConfigError has one per bad setting) with the command's prefix.
+function lines(prefix: string, message: string): string {
+  return message
+    .split('\n')
+    .map((line) => `${prefix}${line}\n`)
+    .join('');
 }

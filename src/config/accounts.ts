@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ACCOUNT_ID, ConfigError, EnvSchema, loadConfig, type BridgeConfig } from './config.js';
+import type { ConfigProblem } from '../core/errors.js';
 
 // Several accounts in one deployment: BRIDGE_ACCOUNTS_FILE lists them, each with its upstream, its credential files
 // and overrides of the per-account settings. Every account's configuration is the environment with its overrides
@@ -59,15 +60,34 @@ export function loadAccounts(env: Record<string, string | undefined> = process.e
   const entries = readAccountsFile(file);
   const ids = new Set<string>();
   const shared = sharesTopics(env);
-  const accounts = entries.map((entry, index) => {
+  // Every account is checked, and every problem reported once (a bad process-wide setting is every account's).
+  const problems: ConfigProblem[] = [];
+  const accounts: BridgeConfig[] = [];
+  entries.forEach((entry, index) => {
     const where = `accounts[${index}] (${entry.id})`;
-    if (ids.has(entry.id)) throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${where}: the id appears twice`);
+    if (ids.has(entry.id)) {
+      problems.push({ setting: 'BRIDGE_ACCOUNTS_FILE', problem: `${where}: the id appears twice` });
+      return;
+    }
     ids.add(entry.id);
-    const config = accountConfig(env, entry, where);
-    // Accounts that share a topic must not share keys: the state topic is compacted by key, and two accounts
-    // may both have a review 42. Per-account topics keep the plain review id.
-    return shared && entries.length > 1 ? { ...config, kafka: { ...config.kafka, keyPrefix: `${entry.id}:` } } : config;
+    try {
+      const config = accountConfig(env, entry, where);
+      // Accounts that share a topic must not share keys: the state topic is compacted by key, and two accounts
+      // may both have a review 42. Per-account topics keep the plain review id.
+      accounts.push(
+        shared && entries.length > 1 ? { ...config, kafka: { ...config.kafka, keyPrefix: `${entry.id}:` } } : config,
+      );
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+    }
   });
+  if (problems.length > 0) {
+    const lines = new Set<string>();
+    throw new ConfigError(
+      problems.filter((p) => !lines.has(`${p.setting}: ${p.problem}`) && lines.add(`${p.setting}: ${p.problem}`)),
+    );
+  }
   return { accounts, file };
 }
 
@@ -87,31 +107,34 @@ function readAccountsFile(file: string): AccountEntry[] {
   }
   const parsed = AccountsFileSchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
     // The path and the problem only, never the value (it could be a misplaced secret).
-    throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${issue.path.join('.') || '(root)'}: ${issue.message}`);
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({
+        setting: 'BRIDGE_ACCOUNTS_FILE',
+        problem: `${issue.path.join('.') || '(root)'}: ${issue.message}`,
+      })),
+    );
   }
   return parsed.data.accounts;
 }
 
 function accountConfig(env: Record<string, string | undefined>, entry: AccountEntry, where: string): BridgeConfig {
   const overrides = entry.settings ?? {};
+  const problems: ConfigProblem[] = [];
+  const fileProblem = (problem: string) =>
+    problems.push({ setting: 'BRIDGE_ACCOUNTS_FILE', problem: `${where}${problem}` });
   for (const name of Object.keys(overrides)) {
     if (!PER_ACCOUNT_SETTINGS.includes(name)) {
       const known = name in EnvSchema.shape || /^UPSTREAM_CLIENT_(ID|SECRET)/.test(name);
-      throw new ConfigError(
-        'BRIDGE_ACCOUNTS_FILE',
-        `${where}.settings.${name}: ${known ? 'not a per-account setting (set it in the environment, or in the upstream entry)' : 'unknown setting'}`,
+      fileProblem(
+        `.settings.${name}: ${known ? 'not a per-account setting (set it in the environment, or in the upstream entry)' : 'unknown setting'}`,
       );
     }
   }
   const { upstream } = entry;
-  if (upstream.clientId && upstream.clientIdFile) {
-    throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${where}.upstream: set either clientId or clientIdFile, not both`);
-  }
-  if (!upstream.clientId && !upstream.clientIdFile) {
-    throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${where}.upstream.clientIdFile: required (or clientId)`);
-  }
+  if (upstream.clientId && upstream.clientIdFile)
+    fileProblem('.upstream: set either clientId or clientIdFile, not both');
+  if (!upstream.clientId && !upstream.clientIdFile) fileProblem('.upstream.clientIdFile: required (or clientId)');
   const merged: Record<string, string | undefined> = {
     ...env,
     ...overrides,
@@ -123,16 +146,22 @@ function accountConfig(env: Record<string, string | undefined>, entry: AccountEn
     UPSTREAM_CLIENT_SECRET: undefined,
     UPSTREAM_CLIENT_SECRET_FILE: upstream.clientSecretFile,
   };
+  let config: BridgeConfig | null = null;
   try {
-    return loadConfig(merged);
+    config = loadConfig(merged);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    const fromUpstream = err.setting.startsWith('UPSTREAM_CLIENT_') || err.setting === 'UPSTREAM_BASE_URL';
-    // A setting of the environment itself (KAFKA_BROKERS missing) is reported as such, not as the account's.
-    if (!fromUpstream && !(err.setting in overrides)) throw err;
-    const setting = fromUpstream ? `upstream.${upstreamField(err.setting)}` : `settings.${err.setting}`;
-    throw new ConfigError('BRIDGE_ACCOUNTS_FILE', `${where}.${setting}: ${err.message.replace(/^.*?: .*?: /, '')}`);
+    for (const { setting, problem } of err.problems) {
+      const fromUpstream = setting.startsWith('UPSTREAM_CLIENT_') || setting === 'UPSTREAM_BASE_URL';
+      // A setting of the environment itself (KAFKA_BROKERS missing) is reported as such, not as the account's.
+      if (!fromUpstream && !(setting in overrides)) problems.push({ setting, problem });
+      // The client id is checked above, where the file's own field names say what is missing.
+      else if (setting === 'UPSTREAM_CLIENT_ID' && !upstream.clientId && !upstream.clientIdFile) continue;
+      else fileProblem(`.${fromUpstream ? `upstream.${upstreamField(setting)}` : `settings.${setting}`}: ${problem}`);
+    }
   }
+  if (problems.length > 0 || config === null) throw new ConfigError(problems);
+  return config;
 }
 
 function upstreamField(setting: string): string {

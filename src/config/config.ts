@@ -8,7 +8,7 @@ import {
   type DeadLetterPayload,
   type FieldPolicySpec,
 } from '../core/field-policy.js';
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, type ConfigProblem } from '../core/errors.js';
 
 // Configuration comes from the environment only (12-factor), validated once at start-up so that a bad
 // setting stops the process with one message naming it instead of failing hours later mid-pass.
@@ -38,6 +38,32 @@ const redisHostPorts = z
 const unsetWhenBlank = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema.optional());
 
+// A URL setting whose scheme is wrong says so and names the ones it takes (zod's own answer is "Invalid URL").
+// Only the scheme of the value is ever quoted: the rest may carry a host or a user name.
+const urlOf = (schemes: readonly string[]) =>
+  z
+    .string()
+    .superRefine((value, ctx) => {
+      const problem = urlProblem(value, schemes);
+      if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    // Shown in docs/reference/configuration.md's Allowed column.
+    .meta({ format: `${schemes.map((scheme) => `${scheme}://`).join(' or ')} URL` });
+
+/** What is wrong with `value` as a URL of one of `schemes` (null: nothing). */
+export function urlProblem(value: string, schemes: readonly string[]): string | null {
+  const allowed = schemes.map((s) => `${s}://`).join(' or ');
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]{0,31}):\/\//.exec(value.trim())?.[1]?.toLowerCase();
+  if (scheme === undefined) return `not a URL: it needs a scheme, ${allowed}`;
+  if (!schemes.includes(scheme)) return `wrong URL scheme ${scheme}://: use ${allowed}`;
+  try {
+    if (new URL(value.trim()).host === '') return `not a URL: no host after ${scheme}://`;
+  } catch {
+    return `not a valid ${scheme}:// URL`;
+  }
+  return null;
+}
+
 /** An account id: part of Redis keys, metric labels and (through {account}) topic names. */
 export const ACCOUNT_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -52,7 +78,7 @@ export const EnvSchema = z.object({
   BRIDGE_ACCOUNTS_FILE: optionalText.describe(
     'YAML or JSON file of several accounts served by one deployment (Several accounts); excludes BRIDGE_ACCOUNT',
   ),
-  UPSTREAM_BASE_URL: z.url({ protocol: /^https?$/ }).describe('Base URL of the reviews API'),
+  UPSTREAM_BASE_URL: urlOf(['http', 'https']).describe('Base URL of the reviews API'),
   UPSTREAM_CLIENT_ID: optionalText.describe('Client id of the upstream credentials (or UPSTREAM_CLIENT_ID_FILE)'),
   UPSTREAM_CLIENT_ID_FILE: optionalText.describe('File holding the client id, re-read at every token fetch'),
   UPSTREAM_CLIENT_SECRET: optionalText.describe(
@@ -200,7 +226,7 @@ export const EnvSchema = z.object({
   KAFKA_MAX_MESSAGE_BYTES: int(4096, 1024 * 1024 * 1024)
     .default(1024 * 1024)
     .describe("Largest message sent; the topics' smaller max.message.bytes wins (read at start)"),
-  REDIS_URL: unsetWhenBlank(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')).describe(
+  REDIS_URL: unsetWhenBlank(urlOf(['redis', 'rediss'])).describe(
     'A single Redis: redis:// or rediss://; one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
   ),
   REDIS_SENTINELS: unsetWhenBlank(redisHostPorts).describe(
@@ -341,10 +367,10 @@ export const EnvSchema = z.object({
     .enum(['otlp', 'none'])
     .optional()
     .describe('otlp: send traces (OTLP over HTTP, JSON); none: off. Unset: on when an OTLP endpoint is set'),
-  OTEL_EXPORTER_OTLP_ENDPOINT: unsetWhenBlank(z.url({ protocol: /^https?$/ })).describe(
+  OTEL_EXPORTER_OTLP_ENDPOINT: unsetWhenBlank(urlOf(['http', 'https'])).describe(
     'Base URL of the OTLP/HTTP receiver (traces go to <it>/v1/traces); setting it turns tracing on',
   ),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: unsetWhenBlank(z.url({ protocol: /^https?$/ })).describe(
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: unsetWhenBlank(urlOf(['http', 'https'])).describe(
     'Full URL traces are POSTed to (wins over OTEL_EXPORTER_OTLP_ENDPOINT); setting it turns tracing on',
   ),
   OTEL_SERVICE_NAME: z.string().min(1).default('reviews-bridge').describe('service.name of the spans'),
@@ -536,66 +562,146 @@ function secret(env: Record<string, string | undefined>, name: string, required:
   return null;
 }
 
-/** Parses and validates the environment; throws ConfigError naming the first bad setting. */
+// Thrown (and caught by Checks.run) when a rule reads a setting whose value was already reported as invalid.
+const ALREADY_REPORTED = Symbol('already reported');
+
+// The result of an earlier rule for a later one: undefined (that rule failed, its problem recorded) skips the later.
+function known<T>(result: T | undefined): T {
+  if (result === undefined) throw ALREADY_REPORTED;
+  return result;
+}
+
+/**
+ * The problems of one configuration, gathered instead of thrown at the first. A rule that reads a setting the
+ * schema refused is skipped (its problem is the one already reported); a rule that fails returns undefined, which
+ * is never read: throwIfAny ends the load whenever a rule failed or was skipped.
+ */
+class Checks {
+  private readonly problems: ConfigProblem[] = [];
+
+  /** The environment as the schema reads it; a setting it refused throws ALREADY_REPORTED when read. */
+  parse(env: Record<string, string | undefined>): Env {
+    const parsed = EnvSchema.safeParse(env);
+    if (parsed.success) return parsed.data;
+    const refused = new Set<string>();
+    for (const issue of parsed.error.issues) {
+      const setting = String(issue.path[0] ?? 'environment');
+      if (refused.has(setting)) continue;
+      refused.add(setting);
+      const problem = env[setting] === undefined || env[setting] === '' ? 'required' : issue.message;
+      this.problems.push({ setting, problem });
+    }
+    // The other settings are still read by the schema, and the rules that need only them still run.
+    const rest = EnvSchema.extend(Object.fromEntries([...refused].map((name) => [name, z.unknown()]))).safeParse(env);
+    if (!rest.success) this.throwIfAny();
+    return new Proxy(rest.data as Env, {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && refused.has(key)) throw ALREADY_REPORTED;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+  }
+
+  /** Runs one rule; a ConfigError it throws is recorded and the load goes on with the next rule. */
+  run<T>(rule: () => T): T {
+    try {
+      return rule();
+    } catch (err) {
+      if (err instanceof ConfigError) this.problems.push(...err.problems);
+      else if (err !== ALREADY_REPORTED) throw err;
+      return undefined as T;
+    }
+  }
+
+  /** Throws every problem found, in the order found, one per setting and message. */
+  throwIfAny(): void {
+    if (this.problems.length === 0) return;
+    const seen = new Set<string>();
+    const unique = this.problems.filter((p) => {
+      const line = `${p.setting}: ${p.problem}`;
+      return !seen.has(line) && seen.add(line);
+    });
+    throw new ConfigError(unique);
+  }
+}
+
+/**
+ * Parses and validates the environment; throws one ConfigError listing every bad setting (one problem a line), so
+ * that an operator fixes them all after one start instead of one per restart.
+ */
 export function loadConfig(env: Record<string, string | undefined> = process.env): BridgeConfig {
-  const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const setting = String(issue.path[0] ?? 'environment');
-    const problem = env[setting] === undefined || env[setting] === '' ? 'required' : issue.message;
-    throw new ConfigError(setting, problem);
-  }
-  const e = parsed.data;
-  const upstreamUrl = new URL(e.UPSTREAM_BASE_URL);
-  if (upstreamUrl.username || upstreamUrl.password) {
-    throw new ConfigError('UPSTREAM_BASE_URL', 'must not contain credentials (use UPSTREAM_CLIENT_ID/_SECRET)');
-  }
-  if (upstreamUrl.protocol === 'http:' && !isLoopback(upstreamUrl.hostname) && !e.UPSTREAM_ALLOW_INSECURE) {
-    // Bearer tokens and client secrets would cross the network in clear text.
-    throw new ConfigError('UPSTREAM_BASE_URL', 'must be https:// (or set UPSTREAM_ALLOW_INSECURE=true)');
-  }
-  const clientId = secret(env, 'UPSTREAM_CLIENT_ID', true)!;
-  const clientSecret = secret(env, 'UPSTREAM_CLIENT_SECRET', true)!;
-  let sasl: BridgeConfig['kafka']['sasl'] = null;
-  if (e.KAFKA_SASL_MECHANISM) {
-    if (!e.KAFKA_SASL_USERNAME)
-      throw new ConfigError('KAFKA_SASL_USERNAME', 'required when KAFKA_SASL_MECHANISM is set');
+  const checks = new Checks();
+  const e = checks.parse(env);
+  checks.run(() => {
+    const url = new URL(e.UPSTREAM_BASE_URL);
+    if (url.username || url.password) {
+      throw new ConfigError('UPSTREAM_BASE_URL', 'must not contain credentials (use UPSTREAM_CLIENT_ID/_SECRET)');
+    }
+    if (url.protocol === 'http:' && !isLoopback(url.hostname) && !e.UPSTREAM_ALLOW_INSECURE) {
+      // Bearer tokens and client secrets would cross the network in clear text.
+      throw new ConfigError('UPSTREAM_BASE_URL', 'must be https:// (or set UPSTREAM_ALLOW_INSECURE=true)');
+    }
+  });
+  const clientId = checks.run(() => secret(env, 'UPSTREAM_CLIENT_ID', true)!);
+  const clientSecret = checks.run(() => secret(env, 'UPSTREAM_CLIENT_SECRET', true)!);
+  const sasl = checks.run((): BridgeConfig['kafka']['sasl'] => {
+    if (!e.KAFKA_SASL_MECHANISM) return null;
+    const username = checks.run(() => {
+      if (!e.KAFKA_SASL_USERNAME)
+        throw new ConfigError('KAFKA_SASL_USERNAME', 'required when KAFKA_SASL_MECHANISM is set');
+      return e.KAFKA_SASL_USERNAME;
+    });
     const password = secret(env, 'KAFKA_SASL_PASSWORD', true)!;
-    sasl = { mechanism: e.KAFKA_SASL_MECHANISM, username: e.KAFKA_SASL_USERNAME, password };
-  }
-  const kafkaTls = tlsFiles(e, 'KAFKA_SSL');
-  const kafkaSsl = e.KAFKA_SSL || Object.values(kafkaTls).some((f) => f !== null);
-  if (sasl?.mechanism === 'plain' && !kafkaSsl && !e.KAFKA_SASL_ALLOW_PLAINTEXT) {
-    // SASL PLAIN sends the password itself; without TLS anyone on the path reads it.
-    throw new ConfigError(
-      'KAFKA_SASL_MECHANISM',
-      'plain needs TLS (KAFKA_SSL=true), or set KAFKA_SASL_ALLOW_PLAINTEXT=true to send the password in clear text',
-    );
-  }
-  const redisUrl = e.REDIS_URL === undefined ? null : new URL(e.REDIS_URL);
-  if (redisUrl?.password) {
-    throw new ConfigError('REDIS_URL', 'must not contain a password (use REDIS_PASSWORD_FILE and REDIS_USERNAME)');
-  }
-  const redisTls = tlsFiles(e, 'REDIS_TLS');
-  const redisTlsEnabled = redisTlsSwitch(e, redisUrl, redisTls);
-  const redisPassword = secret(env, 'REDIS_PASSWORD', false);
-  const sentinelPassword = secret(env, 'REDIS_SENTINEL_PASSWORD', false);
-  if (!e.REDIS_SENTINELS && (sentinelPassword || e.REDIS_SENTINEL_USERNAME)) {
-    const setting = e.REDIS_SENTINEL_USERNAME ? 'REDIS_SENTINEL_USERNAME' : 'REDIS_SENTINEL_PASSWORD';
-    throw new ConfigError(setting, 'only used with REDIS_SENTINELS');
-  }
-  if (e.REDIS_SENTINEL_USERNAME && !sentinelPassword) {
-    throw new ConfigError('REDIS_SENTINEL_PASSWORD', 'required when REDIS_SENTINEL_USERNAME is set (or its _FILE)');
-  }
-  const topics = kafkaTopics(e);
+    return { mechanism: e.KAFKA_SASL_MECHANISM, username, password };
+  });
+  const kafkaTls = checks.run(() => tlsFiles(e, 'KAFKA_SSL'));
+  const kafkaSsl = checks.run(() => e.KAFKA_SSL || Object.values(known(kafkaTls)).some((f) => f !== null));
+  checks.run(() => {
+    if (known(sasl)?.mechanism === 'plain' && !known(kafkaSsl) && !e.KAFKA_SASL_ALLOW_PLAINTEXT) {
+      // SASL PLAIN sends the password itself; without TLS anyone on the path reads it.
+      throw new ConfigError(
+        'KAFKA_SASL_MECHANISM',
+        'plain needs TLS (KAFKA_SSL=true), or set KAFKA_SASL_ALLOW_PLAINTEXT=true to send the password in clear text',
+      );
+    }
+  });
+  const redisUrl = checks.run(() => {
+    const url = e.REDIS_URL === undefined ? null : new URL(e.REDIS_URL);
+    if (url?.password) {
+      throw new ConfigError('REDIS_URL', 'must not contain a password (use REDIS_PASSWORD_FILE and REDIS_USERNAME)');
+    }
+    return url;
+  });
+  const redisTls = checks.run(() => tlsFiles(e, 'REDIS_TLS'));
+  const redisTlsEnabled = checks.run(() => redisTlsSwitch(e, known(redisUrl), known(redisTls)));
+  const redisPassword = checks.run(() => secret(env, 'REDIS_PASSWORD', false));
+  const sentinelPassword = checks.run(() => secret(env, 'REDIS_SENTINEL_PASSWORD', false));
+  checks.run(() => {
+    if (!e.REDIS_SENTINELS && (known(sentinelPassword) || e.REDIS_SENTINEL_USERNAME)) {
+      const setting = e.REDIS_SENTINEL_USERNAME ? 'REDIS_SENTINEL_USERNAME' : 'REDIS_SENTINEL_PASSWORD';
+      throw new ConfigError(setting, 'only used with REDIS_SENTINELS');
+    }
+    if (e.REDIS_SENTINEL_USERNAME && !sentinelPassword) {
+      throw new ConfigError('REDIS_SENTINEL_PASSWORD', 'required when REDIS_SENTINEL_USERNAME is set (or its _FILE)');
+    }
+  });
+  const topics = checks.run(() => kafkaTopics(e));
   // The deprecated setting stands in for the interval only when the interval itself was not set.
-  const pollIntervalMs = env.POLL_INTERVAL_MS ? e.POLL_INTERVAL_MS : (e.POLL_MIN_INTERVAL_MS ?? e.POLL_INTERVAL_MS);
-  if (e.POLL_OVERLAP_MS < pollIntervalMs) {
-    // The overlap must cover at least one poll interval, or a change made while a poll pages could be skipped.
-    throw new ConfigError('POLL_OVERLAP_MS', 'must be at least POLL_INTERVAL_MS');
-  }
-  const privacy = privacyConfig(e);
-  const target = redisTarget(e);
+  const pollIntervalMs = checks.run(() =>
+    env.POLL_INTERVAL_MS ? e.POLL_INTERVAL_MS : (e.POLL_MIN_INTERVAL_MS ?? e.POLL_INTERVAL_MS),
+  );
+  checks.run(() => {
+    if (e.POLL_OVERLAP_MS < known(pollIntervalMs)) {
+      // The overlap must cover at least one poll interval, or a change made while a poll pages could be skipped.
+      throw new ConfigError('POLL_OVERLAP_MS', 'must be at least POLL_INTERVAL_MS');
+    }
+  });
+  const privacy = checks.run(() => privacyConfig(e));
+  const target = checks.run(() => redisTarget(e));
+  const admin = checks.run(() => adminConfig(e));
+  const caFile = checks.run(() => readableFile(e, 'UPSTREAM_CA_FILE'));
+  const keyFile = checks.run(() => fingerprintKeyFile(e));
+  checks.throwIfAny();
   return {
     account: e.BRIDGE_ACCOUNT,
     upstream: {
@@ -614,7 +720,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxFutureSkewMs: e.UPSTREAM_MAX_FUTURE_SKEW_MS,
       maxRecordBytes: e.UPSTREAM_MAX_RECORD_BYTES,
       maxStringLength: e.UPSTREAM_MAX_STRING_LENGTH,
-      caFile: readableFile(e, 'UPSTREAM_CA_FILE'),
+      caFile,
     },
     kafka: {
       brokers: e.KAFKA_BROKERS,
@@ -658,13 +764,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     heartbeat: { intervalMs: e.HEARTBEAT_INTERVAL_MS },
     eventSource: e.EVENT_SOURCE ?? `urn:reviews-bridge:${e.BRIDGE_ACCOUNT}`,
     http: { host: e.HTTP_HOST, port: e.HTTP_PORT },
-    admin: adminConfig(e),
+    admin,
     logLevel: e.LOG_LEVEL,
     lease: { ttlMs: e.LEASE_TTL_MS },
     leadership: { startConcurrency: e.LEADERSHIP_START_CONCURRENCY },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     privacy,
-    fingerprintKeyFile: fingerprintKeyFile(e),
+    fingerprintKeyFile: keyFile,
     tracing: tracingConfig(e),
   };
 }

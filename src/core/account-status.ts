@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Checkpoint } from './checkpoint.js';
-import { progressJson, progressOf } from './progress.js';
+import { fullScanEstimate, progressJson, progressOf } from './progress.js';
 import { ResyncScopeSchema, type ResyncRequest } from './resync-request.js';
 
 // What `status` shows of an account, and what the admin API's GET /v1/accounts answers: one shape for both, built
@@ -146,7 +146,7 @@ export function accountStatus(r: AccountRecords, now: number): AccountStatus {
             ...progressJson(
               progressOf({
                 seen: checkpoint.sweep.seen,
-                estimatedTotal: r.snapshotReviews,
+                estimatedTotal: fullScanEstimate(checkpoint.sweep.kind, r.snapshotReviews),
                 startedAt: checkpoint.sweep.startedAt,
                 now,
               }),

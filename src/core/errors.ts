@@ -184,14 +184,26 @@ export class LimiterClosedError extends BridgeError {
   }
 }
 
-/** Thrown for an invalid or missing setting; the message names the variable and never echoes its value. */
+/** One bad setting: its name and what is wrong with it (never its value). */
+export interface ConfigProblem {
+  setting: string;
+  problem: string;
+}
+
+/**
+ * Thrown for invalid or missing settings; the message names each variable, one line per problem (a start reports
+ * every bad setting at once), and never echoes a value. `setting` is the first problem's.
+ */
 export class ConfigError extends BridgeError {
-  constructor(
-    readonly setting: string,
-    problem: string,
-  ) {
-    super('setting', `invalid configuration: ${setting}: ${problem}`);
+  readonly setting: string;
+  readonly problems: readonly ConfigProblem[];
+
+  constructor(setting: string | readonly ConfigProblem[], problem = '') {
+    const problems = typeof setting === 'string' ? [{ setting, problem }] : setting;
+    super('setting', problems.map((p) => `invalid configuration: ${p.setting}: ${p.problem}`).join('\n'));
     this.name = 'ConfigError';
+    this.setting = problems[0]?.setting ?? 'environment';
+    this.problems = problems;
   }
 }
 

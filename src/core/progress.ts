@@ -46,12 +46,35 @@ export function progressOf(sample: ProgressSample): Progress {
   return { seen, estimatedTotal: total, fraction, ratePerSecond: rate, etaSeconds: eta };
 }
 
+/**
+ * The estimated total of a sweep or initial load from the snapshot's size: null for an initial load, whose snapshot
+ * is what it is building (it would read 100 % all along).
+ */
+export function fullScanEstimate(kind: string, snapshotReviews: number): number | null {
+  return kind === 'initial' ? null : snapshotReviews;
+}
+
+/**
+ * The progress of a pass that has ended, having seen `seen` reviews (at least as many as last reported): the total
+ * is what it saw, so the line reads n/n 100.0% rather than the estimate's last sample at 100 %.
+ */
+export function completedProgress(last: Progress, seen: number): Progress {
+  const total = Math.max(last.seen, seen);
+  return { seen: total, estimatedTotal: total, fraction: 1, ratePerSecond: last.ratePerSecond, etaSeconds: 0 };
+}
+
+// Percent with one decimal, rounded down: 100.0 only once everything is seen (2999/3000 is 99.9, not 100.0).
+function percentOf(fraction: number): number {
+  // The epsilon keeps a product such as 0.285 * 1000 = 284.99999999999997 at 28.5.
+  return fraction >= 1 ? 100 : Math.floor(fraction * 1000 + 1e-9) / 10;
+}
+
 /** The progress as JSON for `status` (rounded, with the ETA as a date). */
 export function progressJson(p: Progress, now: number) {
   return {
     seen: p.seen,
     estimatedTotal: p.estimatedTotal,
-    percent: p.fraction === null ? null : Math.round(p.fraction * 1000) / 10,
+    percent: p.fraction === null ? null : percentOf(p.fraction),
     reviewsPerSecond: p.ratePerSecond === null ? null : Math.round(p.ratePerSecond * 10) / 10,
     eta: p.etaSeconds === null ? null : new Date(now + p.etaSeconds * 1000).toISOString(),
   };
@@ -67,7 +90,7 @@ function duration(seconds: number): string {
 /** One line of text: `label 4500/10000 45.0% 960/s eta 6s` (unknowns shown as ?). */
 export function progressLine(label: string, p: Progress): string {
   const total = p.estimatedTotal === null ? '?' : String(p.estimatedTotal);
-  const pct = p.fraction === null ? '?%' : `${(p.fraction * 100).toFixed(1)}%`;
+  const pct = p.fraction === null ? '?%' : `${percentOf(p.fraction).toFixed(1)}%`;
   const rate = p.ratePerSecond === null ? '?/s' : `${Math.round(p.ratePerSecond)}/s`;
   const eta = p.etaSeconds === null ? '?' : duration(p.etaSeconds);
   return `${label} ${p.seen}/${total} ${pct} ${rate} eta ${eta}`;

@@ -1,4 +1,5 @@
-import { pino, stdSerializers, type Logger } from 'pino';
+import { isDeepStrictEqual } from 'node:util';
+import { pino, stdSerializers, type LogFn, type Logger } from 'pino';
 import { EMAIL_PATTERN } from '../core/field-policy.js';
 import { UpstreamError } from '../upstream/errors.js';
 
@@ -88,8 +89,51 @@ export function errorKind(err: unknown): string {
   return detail && /^[A-Za-z0-9_.-]{1,40}$/.test(detail) ? `${name}:${detail}` : name;
 }
 
+// A log line is its logger's bindings (base and child: service, account...) followed by the call's own fields, and
+// pino writes both: a field that repeats a binding gave lines such as {"account":"a",...,"account":"a"}. Bindings
+// are read back from the text pino keeps of them (its chindings), once per distinct text.
+const boundCache = new Map<string, Record<string, unknown>>();
+
+function boundFields(logger: Logger): Record<string, unknown> {
+  const chindings = (logger as unknown as Record<symbol, unknown>)[pino.symbols.chindingsSym];
+  if (typeof chindings !== 'string' || chindings === '') return {};
+  let bound = boundCache.get(chindings);
+  if (bound === undefined) {
+    bound = JSON.parse(`{${chindings.slice(1)}}`) as Record<string, unknown>;
+    if (boundCache.size < 1_000) boundCache.set(chindings, bound);
+  }
+  return bound;
+}
+
+/**
+ * pino hook: a field the logger's bindings already carry is written once. The same value is dropped from the
+ * call's fields; a different one (a call contradicting its logger's context) moves under `logged`, so that no
+ * line has a key twice and nothing is lost.
+ */
+export function dedupeBoundFields(this: Logger, args: Parameters<LogFn>, method: LogFn): void {
+  const [first, ...rest] = args as unknown[];
+  if (first === null || typeof first !== 'object' || first instanceof Error || Array.isArray(first)) {
+    method.apply(this, args);
+    return;
+  }
+  const bound = boundFields(this);
+  let own: Record<string, unknown> | null = null;
+  for (const key of Object.keys(first)) {
+    if (!Object.hasOwn(bound, key)) continue;
+    own ??= { ...(first as Record<string, unknown>) };
+    const value = own[key];
+    delete own[key];
+    if (!isDeepStrictEqual(value, bound[key])) {
+      const logged = (own.logged ??= {}) as Record<string, unknown>;
+      logged[key] = value;
+    }
+  }
+  method.apply(this, (own === null ? args : [own, ...rest]) as Parameters<LogFn>);
+}
+
 /** pino options every logger of the process shares: the safe error serializer and the redaction paths. */
 export const SAFE_LOG_OPTIONS = {
+  hooks: { logMethod: dedupeBoundFields },
   serializers: { err: safeErrorSerializer, error: safeErrorSerializer },
   redact: { paths: REDACT, censor: '[redacted]' },
   formatters: {

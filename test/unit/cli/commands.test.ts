@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { accountArg, chooseAccount } from '../../../src/cli/commands.js';
+import { accountArg, checkArgs, chooseAccount, closest, unknownCommand } from '../../../src/cli/commands.js';
 import type { BridgeConfig } from '../../../src/config/config.js';
 import { UsageError } from '../../../src/core/errors.js';
 
@@ -34,5 +34,38 @@ describe('chooseAccount', () => {
     expect(() => chooseAccount(two, null)).toThrow('2 accounts in accounts.yaml: name one with --account <id>');
     expect(() => chooseAccount(two, 'c')).toThrow('no account "c" in accounts.yaml');
     expect(() => chooseAccount(one, 'c')).toThrow('no account "c" in the environment');
+  });
+});
+
+describe('checkArgs', () => {
+  it('refuses an argument the command does not take, with the flag it most likely meant', () => {
+    expect(() => checkArgs('status', ['--bogus'])).toThrow(
+      new UsageError('unknown argument "--bogus" (status takes only --account <id>)'),
+    );
+    expect(() => checkArgs('sweep', ['--wiat'])).toThrow(
+      new UsageError('unknown argument "--wiat" (did you mean --wait?)'),
+    );
+    expect(() => checkArgs('sweep', ['--now'])).toThrow('(sweep takes only --wait, --account <id>)');
+    expect(() => checkArgs('pause', ['--acount'])).toThrow('(did you mean --account?)');
+    expect(() => checkArgs('run', ['--wait'])).toThrow(
+      '(run takes no arguments: its settings come from the environment)',
+    );
+    expect(() => checkArgs('sweep', ['--wait'])).not.toThrow();
+    expect(() => checkArgs('status', [])).not.toThrow();
+  });
+
+  it('leaves resync to its own parser', () => {
+    expect(() => checkArgs('resync', ['--ids', '1'])).not.toThrow();
+  });
+});
+
+describe('unknown commands', () => {
+  it('say what was wrong before the usage, and guess a typo', () => {
+    const text = unknownCommand('stauts');
+    expect(text.split('\n')[0]).toBe('reviews-bridge: unknown command "stauts" (did you mean status?)');
+    expect(text).toContain('usage: reviews-bridge <command>');
+    expect(unknownCommand('frobnicate').split('\n')[0]).toBe('reviews-bridge: unknown command "frobnicate"');
+    expect(closest('resmue', ['resume', 'restore'])).toBe('resume');
+    expect(closest('x', ['run'])).toBeNull();
   });
 });

@@ -89,6 +89,27 @@ describe('loadAccounts', () => {
     expect(err.message).not.toContain('sekrit');
   });
 
+  it("reports every account's problems and the environment's at once, the environment's once", () => {
+    const bad = file(
+      `accounts:
+  - id: a
+    upstream: { clientId: a, clientSecretFile: ${secret} }
+    settings: { POLL_INTERVAL_MS: "soon", NO_SUCH: 1 }
+  - id: b
+    upstream: { baseUrl: "ftp://b.example.com", clientId: b, clientSecretFile: ${secret} }
+`,
+    );
+    const err = errorOf({ ...env, KAFKA_BROKERS: 'nohostport', BRIDGE_ACCOUNTS_FILE: bad });
+    expect(err.message.split('\n')).toEqual([
+      'invalid configuration: BRIDGE_ACCOUNTS_FILE: accounts[0] (a).settings.NO_SUCH: unknown setting',
+      'invalid configuration: KAFKA_BROKERS: a comma-separated list of host:port',
+      expect.stringMatching(
+        /^invalid configuration: BRIDGE_ACCOUNTS_FILE: accounts\[0\] \(a\)\.settings\.POLL_INTERVAL_MS: /,
+      ),
+      'invalid configuration: BRIDGE_ACCOUNTS_FILE: accounts[1] (b).upstream.baseUrl: wrong URL scheme ftp://: use http:// or https://',
+    ]);
+  });
+
   it('refuses process-wide settings, unknown settings, inline secrets, duplicates and a missing secret file', () => {
     const entry = (extra: string) =>
       `accounts:\n  - id: a\n    upstream: { clientId: a, clientSecretFile: ${secret} }\n${extra}`;

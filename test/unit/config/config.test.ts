@@ -123,6 +123,62 @@ describe('loadConfig', () => {
     expect(err.setting).toBe(setting);
     expect(err.message).toContain(setting);
     expect(err.message).toContain(fragment);
+    // A rule that reads a setting the schema refused is not reported on top of it.
+    expect(err.problems).toHaveLength(1);
+  });
+
+  it('reports every bad setting at once, one line each naming it, and never a value', () => {
+    const { UPSTREAM_CLIENT_SECRET: _, ...noSecret } = minimal;
+    const err = errorOf({
+      ...noSecret,
+      UPSTREAM_BASE_URL: 'ftp://reviews.example.com',
+      KAFKA_BROKERS: 'broker-without-port',
+      UPSTREAM_PAGE_SIZE: '500',
+      POLL_INTERVAL_MS: '10000',
+      POLL_OVERLAP_MS: '5000',
+      REDIS_PASSWORD: 'hunter2-value',
+      REDIS_PASSWORD_FILE: '/nonexistent/pw',
+    });
+    expect(err.problems.map((p) => p.setting)).toEqual([
+      'UPSTREAM_BASE_URL',
+      'UPSTREAM_PAGE_SIZE',
+      'KAFKA_BROKERS',
+      'UPSTREAM_CLIENT_SECRET',
+      'REDIS_PASSWORD',
+      'POLL_OVERLAP_MS',
+    ]);
+    const lines = err.message.split('\n');
+    expect(lines).toHaveLength(6);
+    for (const [i, line] of lines.entries()) {
+      expect(line).toMatch(new RegExp(`^invalid configuration: ${err.problems[i]!.setting}: \\S`));
+    }
+    expect(lines[0]).toBe('invalid configuration: UPSTREAM_BASE_URL: wrong URL scheme ftp://: use http:// or https://');
+    expect(err.message).not.toMatch(/hunter2|s3cret|broker-without-port|reviews\.example/);
+    expect(err.setting).toBe('UPSTREAM_BASE_URL');
+  });
+
+  it('skips a rule that needs the result of a rule that failed', () => {
+    // TLS was asked for (a certificate) but is incomplete: that is the problem, not SASL plain without TLS.
+    const err = errorOf({
+      ...minimal,
+      KAFKA_SSL_CERT_FILE: '/etc/hostname',
+      KAFKA_SASL_MECHANISM: 'plain',
+      KAFKA_SASL_USERNAME: 'u',
+      KAFKA_SASL_PASSWORD: 'p',
+    });
+    expect(err.problems).toEqual([{ setting: 'KAFKA_SSL_KEY_FILE', problem: 'required with KAFKA_SSL_CERT_FILE' }]);
+  });
+
+  it.each([
+    ['UPSTREAM_BASE_URL', 'ftp://h', 'wrong URL scheme ftp://: use http:// or https://'],
+    ['UPSTREAM_BASE_URL', 'reviews.example.com', 'not a URL: it needs a scheme, http:// or https://'],
+    ['UPSTREAM_BASE_URL', 'https://', 'not a valid https:// URL'],
+    ['REDIS_URL', 'redis://', 'not a URL: no host after redis://'],
+    ['REDIS_URL', 'http://127.0.0.1:6379', 'wrong URL scheme http://: use redis:// or rediss://'],
+    ['REDIS_URL', 'localhost:6379', 'not a URL: it needs a scheme, redis:// or rediss://'],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'grpc://collector:4317', 'wrong URL scheme grpc://: use http:// or https://'],
+  ])('names a wrong URL scheme as such: %s=%s', (setting, value, problem) => {
+    expect(errorOf({ ...minimal, [setting]: value }).problems).toEqual([{ setting, problem }]);
   });
 
   describe('Redis topology', () => {

@@ -74,6 +74,21 @@ describe('accountStatus', () => {
     expect(s.lastPass).toBeNull();
   });
 
+  it("an initial load's progress has no estimate: the snapshot is what it builds", () => {
+    const s = accountStatus(
+      {
+        ...base,
+        snapshotReviews: 250,
+        checkpoint: {
+          ...EMPTY_CHECKPOINT,
+          sweep: { kind: 'initial', cursor: 'x', startedAt: NOW - 10_000, seen: 250 },
+        },
+      },
+      NOW,
+    );
+    expect(s.progress).toMatchObject({ kind: 'initial', seen: 250, estimatedTotal: null, percent: null, eta: null });
+  });
+
   it("the leader's own record wins while it runs, and becomes lastPass when it has finished", () => {
     const pass = { kind: 'resync' as const, requestId: 'r1', seen: 40, estimatedTotal: 80, startedAt: NOW - 4_000 };
     const checkpoint = { ...EMPTY_CHECKPOINT, sweep: { kind: 'sweep' as const, cursor: null, startedAt: 0, seen: 1 } };

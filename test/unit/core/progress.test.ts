@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { progressBar, progressJson, progressLine, progressOf, ProgressReporter } from '../../../src/core/progress.js';
+import {
+  completedProgress,
+  progressBar,
+  progressJson,
+  progressLine,
+  progressOf,
+  ProgressReporter,
+} from '../../../src/core/progress.js';
 
 describe('progressOf', () => {
   it('gives fraction, rate and ETA from seen, estimate and elapsed time', () => {
@@ -80,5 +87,16 @@ describe('ProgressReporter', () => {
       'sweep 100/100 100.0% 100/s eta 0s completed\n',
     ]);
     expect(written.join('')).not.toContain('\r');
+  });
+
+  it('shows 100.0 % only for a pass that ended, with the count it ended at', () => {
+    const sample = (seen: number) => progressOf({ seen, estimatedTotal: 3_000, startedAt: 0, now: 10_000 });
+    expect(progressLine('sweep', sample(2_999))).toMatch(/^sweep 2999\/3000 99\.9% /);
+    expect(progressJson(sample(2_999), 10_000).percent).toBe(99.9);
+    expect(progressJson(sample(855), 10_000).percent).toBe(28.5);
+    // The last sample came before the last page (2,900 of an estimated 3,000); the pass saw 2,950 in all.
+    const done = completedProgress(sample(2_900), 2_950);
+    expect(progressLine('sweep', done)).toBe('sweep 2950/2950 100.0% 290/s eta 0s');
+    expect(completedProgress(sample(2_900), 0).seen).toBe(2_900);
   });
 });

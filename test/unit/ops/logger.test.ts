@@ -61,3 +61,29 @@ describe('errorKind', () => {
     expect(errorKind('x')).toBe('string');
   });
 });
+
+describe('fields that repeat a binding', () => {
+  it('are written once: dropped when equal, kept under `logged` when they differ', () => {
+    const chunks: string[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        chunks.push(chunk.toString());
+        done();
+      },
+    });
+    const root = pino({ ...SAFE_LOG_OPTIONS, base: { service: 'reviews-bridge', account: 'acme' } }, stream);
+    const fields = { tokenName: 'ops', action: 'pause', account: 'acme' };
+    root.info(fields, 'admin action');
+    root.child({ component: 'opentelemetry' }).info({ service: 'bridge-eu', component: 'opentelemetry' }, 'x');
+    root.info({ other: 1 }, 'plain');
+    const [admin, child, plain] = chunks;
+    // Raw text: JSON.parse would hide a repeated key.
+    expect(admin!.match(/"account"/g)).toHaveLength(1);
+    expect(JSON.parse(admin!)).toMatchObject({ account: 'acme', tokenName: 'ops', action: 'pause' });
+    expect(fields).toEqual({ tokenName: 'ops', action: 'pause', account: 'acme' });
+    expect(child!.match(/"service"/g)).toHaveLength(2);
+    expect(child!.match(/"component"/g)).toHaveLength(1);
+    expect(JSON.parse(child!)).toMatchObject({ service: 'reviews-bridge', logged: { service: 'bridge-eu' } });
+    expect(JSON.parse(plain!)).toMatchObject({ other: 1, account: 'acme' });
+  });
+});
