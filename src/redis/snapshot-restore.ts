@@ -56,6 +56,7 @@ export class SnapshotRestore {
       ...(ckpt.lastSweepAt !== null ? { lastSweepAt: ckpt.lastSweepAt } : {}),
       ...(ckpt.lastIncrementalAt !== null ? { lastIncrementalAt: ckpt.lastIncrementalAt } : {}),
       unreadable: ckpt.unreadable,
+      unreadableCandidates: ckpt.unreadableCandidates,
       deferredSweeps: ckpt.deferredSweeps,
       deferredReason: ckpt.deferredReason,
     });
