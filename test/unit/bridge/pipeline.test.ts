@@ -182,6 +182,21 @@ describe('full scan', () => {
     expect([...snapshot.entries.keys()].sort()).toEqual([1, 2, 4, 9]);
   });
 
+  it('a review listed again after its review.deleted continues its sequence (not 1 again)', async () => {
+    const source = new FakeSource([page([review(1), review(2), review(3), review(4)])]);
+    const { passes: p, snapshot, sink } = passes(source);
+    await p.fullScan(1, new AbortController().signal);
+    source.pagesToServe = [page([review(1), review(2), review(4)])];
+    await p.fullScan(1, new AbortController().signal);
+    expect(sink.deletions.map((e) => [e.subject, e.sequence])).toEqual([['3', 2]]);
+    expect(snapshot.gone.get(3)).toBe(2);
+    source.pagesToServe = [page([review(1), review(2), review(3), review(4)])];
+    sink.events.length = 0;
+    await p.fullScan(1, new AbortController().signal);
+    expect(sink.events.map((e) => [e.type, e.subject, e.sequence])).toEqual([['review.created', '3', 3]]);
+    expect(snapshot.entries.get(3)?.sequence).toBe(3);
+  });
+
   it('deletes nothing when a sweep misses more than the allowed fraction (a broken listing)', async () => {
     const source = new FakeSource([page([review(1), review(2), review(3), review(4)])]);
     const { passes: p, snapshot, sink, metrics } = passes(source);
