@@ -11,6 +11,8 @@ import {
 } from '../helpers/bridge.js';
 import { readAll } from '../helpers/kafka.js';
 import { runCli } from '../helpers/processes.js';
+import { openRedis, redisAddress } from '../helpers/topologies.js';
+import { pollUntil } from '../helpers/wait.js';
 
 // Deletion detection with records whose id cannot be read in the listing (issues 23 and 41), end to end against
 // the simulator listing newest first, a real Kafka and a real Redis, read back by a read_committed consumer (the
@@ -54,7 +56,7 @@ describe('deletion detection with records whose id cannot be read, newest-first 
   it('deletes each removed review once, with a tombstone, after the next sweep; a comeback continues its sequence', async () => {
     // Reviews 50, 120 and 360 are listed without their id from the start, on every page read after. (Three
     // removals out of 397 stay under the tests' DELETE_MAX_FRACTION of 1 %.)
-    const { sim, b, lines } = await setup({ reviewCount: 400, faults: { idless: [50, 120, 360] } });
+    const { sim, b, env, lines } = await setup({ reviewCount: 400, faults: { idless: [50, 120, 360] } });
     for (const id of [10, 200, 399]) sim.control.removeReview(id);
     await sweepNow(b, 60_000);
     const deleted = (await eventsOf(b)).filter((e) => e.type === 'review.deleted');
@@ -68,6 +70,24 @@ describe('deletion detection with records whose id cannot be read, newest-first 
       /^reviews_bridge_deletion_detection_deferred_sweeps\{[^}]*\} 0$/m,
     );
     expect((await b.store.checkpoint()).unreadable).toHaveLength(3);
+
+    // Redis loses every key of the account: the leader restores it from the Kafka changelog, with what deletion
+    // detection remembers of the unreadable records and the sequence of each review.deleted.
+    const redis = openRedis(redisAddress(env));
+    cleanups.push(async () => void (await redis.quit()));
+    const keys = await redis.keys(`${env.REDIS_KEY_PREFIX}:{${env.BRIDGE_ACCOUNT}}:*`);
+    expect(keys.length).toBeGreaterThan(0);
+    await redis.del(...keys);
+    const restored = await pollUntil(
+      async () => {
+        const ckpt = await b.store.checkpoint();
+        const gone = await b.store.goneSequences([200]);
+        return ckpt.unreadableCandidates !== null && gone.get(200) === 2 ? ckpt : undefined;
+      },
+      { timeoutMs: 60_000, what: 'the restore from the changelog', ignoreErrors: true },
+    );
+    expect(restored.unreadable).toHaveLength(3);
+    expect(Object.values(restored.unreadableCandidates ?? {})).toEqual([[], [], []]);
 
     // Review 200 is listed again: the next sweep creates it after its review.deleted, not at sequence 1.
     sim.control.restoreReview(200);
