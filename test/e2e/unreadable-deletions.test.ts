@@ -129,6 +129,7 @@ describe('deletion detection with records whose id cannot be read, newest-first 
       deferredSweeps: 1,
       deferredReason: 'new_unreadable',
       unreadableRecords: 1,
+      heldReviews: 2,
     });
 
     // The next sweep, record 50 still broken the same way, review 250 removed meanwhile: 250 is deleted (no new
@@ -151,6 +152,9 @@ describe('deletion detection with records whose id cannot be read, newest-first 
     expect(await b.app.metrics.registry.metrics()).toMatch(
       /^reviews_bridge_deletion_detection_deferred_sweeps\{[^}]*\} 0$/m,
     );
-    expect(JSON.parse(await runCli('status', env)).deletionDetection).toMatchObject({ deferredSweeps: 0 });
+    expect(JSON.parse(await runCli('status', env)).deletionDetection).toMatchObject({
+      deferredSweeps: 0,
+      heldReviews: 0,
+    });
   });
 });
