@@ -117,7 +117,7 @@ function ordered(records: Listed[], order: string, seed: number): Listed[] {
 describe('deletion inference over sweeps in any listing order (property)', () => {
   it('never deletes a listed review; deletes every review gone for two complete sweeps without a new record', () => {
     fc.assert(
-      fc.property(fc.array(stepArb, { minLength: 1, maxLength: 40 }), (steps) => {
+      fc.property(fc.array(stepArb, { minLength: 1, maxLength: 50 }), (steps) => {
         // Upstream: id -> null (readable) or the body it is listed with; junk bodies, repeats kept.
         const upstream = new Map<number, string | null>();
         for (let id = 1; id <= 4; id++) upstream.set(id, null);
@@ -130,6 +130,13 @@ describe('deletion inference over sweeps in any listing order (property)', () =>
         // with a new record (null: no obligation).
         const goneStreak = new Map<number, number | null>();
         let loaded = false;
+        // The rule restated with times instead of sets: a review not listed readable is held exactly when a listed
+        // digest was new (or listed more often) in a complete sweep since the review's first complete sweep
+        // without a readable listing (`since`, while the snapshot holds it).
+        let sweepNo = 0;
+        const since = new Map<number, number>();
+        const rise = new Map<string, number>();
+        let previousCounts = new Map<string, number>();
         for (const step of [{ op: 'sweep', order: 'ascending', seed: 0, stopAfter: null } as const, ...steps]) {
           if (step.op === 'delete') upstream.delete(step.id);
           else if (step.op === 'add') {
@@ -157,6 +164,20 @@ describe('deletion inference over sweeps in any listing order (property)', () =>
               const unlisted = [...snapshot].filter((id) => !listing.seen.has(id));
               const inference = inferUnreadable(listing.digests, memory, unlisted);
               memory = inference.memory;
+              sweepNo++;
+              const counts = new Map<string, number>();
+              for (const d of listing.digests) counts.set(d, (counts.get(d) ?? 0) + 1);
+              for (const d of rise.keys()) if (!counts.has(d)) rise.delete(d);
+              for (const [d, n] of counts) if (n > (previousCounts.get(d) ?? 0)) rise.set(d, sweepNo);
+              previousCounts = counts;
+              for (const id of snapshot) {
+                if (listing.seen.has(id)) since.delete(id);
+                else if (!since.has(id)) since.set(id, sweepNo);
+              }
+              for (const id of unlisted) {
+                const expected = [...rise.values()].some((at) => at >= since.get(id)!);
+                expect(inference.held.has(id), `review ${id} held as the rule says`).toBe(expected);
+              }
               // What the model calls a new record: a body listed more often than by the previous complete sweep.
               const sorted = [...listing.digests].sort();
               const newRecord =
@@ -170,10 +191,11 @@ describe('deletion inference over sweeps in any listing order (property)', () =>
                 if (inference.held.has(id)) continue;
                 expect(upstream.has(id), `review ${id} deleted while listed`).toBe(false);
                 snapshot.delete(id);
+                since.delete(id);
               }
               for (const id of new Set([...snapshot, ...goneStreak.keys(), ...upstream.keys()])) {
                 if (upstream.has(id)) {
-                  // Listed readable: an obligation starts. Listed unreadable: none (see the test below).
+                  // Listed readable: an obligation starts. Listed unreadable: none (docs/bad-input.md: no rule can).
                   goneStreak.set(id, upstream.get(id) === null ? 0 : null);
                   continue;
                 }
@@ -187,11 +209,15 @@ describe('deletion inference over sweeps in any listing order (property)', () =>
               }
               loaded = true;
             }
-            for (const r of records) if ('id' in r) snapshot.add(r.id);
+            for (const r of records) {
+              if (!('id' in r) || snapshot.has(r.id)) continue;
+              snapshot.add(r.id);
+              since.delete(r.id);
+            }
           }
         }
       }),
-      { numRuns: 3000 },
+      { numRuns: 5000 },
     );
   });
 });
