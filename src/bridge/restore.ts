@@ -28,7 +28,10 @@ export interface RestorePorts {
     empty: boolean;
   }>;
   clearForRestore(): Promise<void>;
-  restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null]>): Promise<void>;
+  /** Entries to write; null: none (a deletion marker, with the sequence of its review.deleted). */
+  restoreEntries(
+    entries: ReadonlyArray<readonly [id: number, entry: SnapshotEntry | null, deletedSequence?: number]>,
+  ): Promise<void>;
   /** Resolves false when the epoch is not above the changelog's epoch floor (a new lease is needed). */
   restoreFinish(
     epoch: number,
@@ -88,7 +91,7 @@ export async function restoreFromChangelog(
   let entries = 0;
   let reportedAt = t0;
   const onRecords = async (records: RestoreRecord[]): Promise<void> => {
-    const batch: Array<readonly [number, SnapshotEntry | null]> = [];
+    const batch: Array<readonly [number, SnapshotEntry | null, number?]> = [];
     for (const record of records) {
       if (record.txn <= after) continue;
       const decoded = decodeChangelogRecord(record.key, record.value);
@@ -101,7 +104,8 @@ export async function restoreFromChangelog(
       if (decoded.kind === 'checkpoint') {
         if (!latest || decoded.checkpoint.txn > latest.txn) latest = decoded.checkpoint;
       } else {
-        batch.push([decoded.id, decoded.deleted ? null : decoded.entry]);
+        // A deletion marker keeps the entry the review had: its review.deleted came next.
+        batch.push(decoded.deleted ? [decoded.id, null, decoded.entry.sequence + 1] : [decoded.id, decoded.entry]);
       }
     }
     entries += batch.length;

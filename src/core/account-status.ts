@@ -66,11 +66,17 @@ export const AccountStatusSchema = z.object({
   lastIncrementalAt: isoOrNull,
   deletionDetection: z
     .object({
-      deferredSweeps: z.number().int().nonnegative().describe('complete sweeps in a row that told no deletions'),
-      deferredReason: z.string().nullable().describe('why the last complete sweep deferred them, if it did'),
+      deferredSweeps: z.number().int().nonnegative().describe('complete sweeps in a row that left deletions undecided'),
+      deferredReason: z.string().nullable().describe('why the last complete sweep left them undecided, if it did'),
       unreadableRecords: z.number().int().nonnegative().nullable().describe('records whose id cannot be read'),
+      heldReviews: z
+        .number()
+        .int()
+        .nonnegative()
+        .nullable()
+        .describe('reviews not listed that such a record may stand for: not deleted (null: unknown)'),
     })
-    .describe('deletion detection deferred by records whose id cannot be read (docs/bad-input.md)'),
+    .describe('deletions left undecided by records whose id cannot be read (docs/bad-input.md)'),
   lease: LeaseStatusSchema.nullable(),
   redisDurability: z.string().nullable().describe('null: Redis meets REDIS_WAIT_REPLICAS; else why not'),
 });
@@ -187,6 +193,9 @@ export function accountStatus(r: AccountRecords, now: number): AccountStatus {
       deferredSweeps: checkpoint.deferredSweeps,
       deferredReason: checkpoint.deferredReason,
       unreadableRecords: checkpoint.unreadable?.length ?? null,
+      heldReviews: checkpoint.unreadableCandidates
+        ? new Set(Object.values(checkpoint.unreadableCandidates).flat()).size
+        : null,
     },
     lease: r.lease,
     redisDurability: r.redisDurability,

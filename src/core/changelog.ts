@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { EMPTY_CHECKPOINT, type Checkpoint } from './checkpoint.js';
-import { UNREADABLE_MEMORY_MAX } from './deletion-inference.js';
+import { CANDIDATE_MEMORY_MAX, UNREADABLE_MEMORY_MAX } from './deletion-inference.js';
 import { decodeEntry, encodeEntry, type SnapshotEntry } from './snapshot-entry.js';
 
 // The changelog: what the bridge needs to continue, written to an internal compacted Kafka topic in the same
@@ -35,6 +35,7 @@ export interface ChangelogCheckpoint extends Checkpoint {
 export const EMPTY_CHANGELOG_CHECKPOINT: ChangelogCheckpoint = { ...EMPTY_CHECKPOINT, txn: 0, epoch: 0 };
 
 const nullableInt = z.number().int().nullable();
+const DIGEST = /^[0-9a-f]{1,64}$/;
 const ChangelogCheckpointSchema = z.object({
   v: z.literal(1),
   txn: z.number().int().nonnegative(),
@@ -52,9 +53,11 @@ const ChangelogCheckpointSchema = z.object({
   lastSweepAt: nullableInt,
   lastIncrementalAt: nullableInt,
   // Added later: a checkpoint written before them reads as "unknown" (detection waits one more sweep at most).
-  unreadable: z
-    .array(z.string().regex(/^[0-9a-f]{1,64}$/))
-    .max(UNREADABLE_MEMORY_MAX)
+  unreadable: z.array(z.string().regex(DIGEST)).max(UNREADABLE_MEMORY_MAX).nullable().default(null),
+  // Added later still: without it, every remembered record counts as new once (never a wrong deletion).
+  unreadableCandidates: z
+    .record(z.string().regex(DIGEST), z.array(z.number().int().positive().max(Number.MAX_SAFE_INTEGER)))
+    .refine((c) => Object.values(c).reduce((n, ids) => n + ids.length, 0) <= CANDIDATE_MEMORY_MAX)
     .nullable()
     .default(null),
   deferredSweeps: z.number().int().nonnegative().default(0),
@@ -81,10 +84,10 @@ export function entryRecord(id: number, entry: SnapshotEntry, deleted = false): 
 /** The record of an account's checkpoint. */
 export function checkpointRecord(ckpt: ChangelogCheckpoint): { key: string; value: string } {
   const { txn, epoch, watermark, initialDone, sweep, lastSweepAt, lastIncrementalAt } = ckpt;
-  const { unreadable, deferredSweeps, deferredReason } = ckpt;
+  const { unreadable, unreadableCandidates, deferredSweeps, deferredReason } = ckpt;
   const body = {
     ...{ v: 1, txn, epoch, watermark, initialDone, sweep, lastSweepAt, lastIncrementalAt },
-    ...{ unreadable, deferredSweeps, deferredReason },
+    ...{ unreadable, unreadableCandidates, deferredSweeps, deferredReason },
   };
   return { key: CHECKPOINT_RECORD_KEY, value: JSON.stringify(body) };
 }

@@ -20,7 +20,12 @@ export interface Checkpoint {
    * null: unknown (never listed completely, too many, or an older checkpoint): all of them count as new then.
    */
   unreadable: string[] | null;
-  /** Complete sweeps in a row whose deletion detection was deferred (0: the last one detected). */
+  /**
+   * Per remembered digest, the reviews (ascending ids) its records may stand for; null: unknown (an older
+   * checkpoint, or too many): every unreadable record counts as new then.
+   */
+  unreadableCandidates: Record<string, number[]> | null;
+  /** Complete sweeps in a row that left deletions undecided (0: the last one decided every review it missed). */
   deferredSweeps: number;
   /** Why the last complete sweep deferred deletion detection; null when it did not. */
   deferredReason: string | null;
@@ -34,6 +39,7 @@ export interface CheckpointUpdate {
   lastSweepAt?: number;
   lastIncrementalAt?: number;
   unreadable?: string[] | null;
+  unreadableCandidates?: Record<string, number[]> | null;
   deferredSweeps?: number;
   deferredReason?: string | null;
 }
@@ -48,6 +54,7 @@ export function applyCheckpointUpdate<C extends Checkpoint>(ckpt: C, u: Checkpoi
   if (u.lastSweepAt !== undefined) next.lastSweepAt = u.lastSweepAt;
   if (u.lastIncrementalAt !== undefined) next.lastIncrementalAt = u.lastIncrementalAt;
   if (u.unreadable !== undefined) next.unreadable = u.unreadable;
+  if (u.unreadableCandidates !== undefined) next.unreadableCandidates = u.unreadableCandidates;
   if (u.deferredSweeps !== undefined) next.deferredSweeps = u.deferredSweeps;
   if (u.deferredReason !== undefined) next.deferredReason = u.deferredReason;
   return next;
@@ -61,6 +68,7 @@ export const EMPTY_CHECKPOINT: Checkpoint = {
   lastSweepAt: null,
   lastIncrementalAt: null,
   unreadable: null,
+  unreadableCandidates: null,
   deferredSweeps: 0,
   deferredReason: null,
 };

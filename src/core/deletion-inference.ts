@@ -1,110 +1,138 @@
 import { SeenIds } from './deletion.js';
 
 // Deletion detection with unreadable records in the listing. A listed record whose id cannot be read might stand
-// for any review the sweep did not see; giving up on every such sweep switches detection off for good while an
-// upstream keeps one broken record listed. What is inferred instead (docs/bad-input.md, "Unreadable records and
-// deletions"):
-// - a review stays in the listing at its place in id order, so an unreadable record between the listed ids `after`
-//   and `before` can only stand for a review whose id lies strictly between them: such reviews are never deleted
-//   while the record is listed (a listing that is not in ascending id order gives no place: detection waits);
-// - a record unreadable byte for byte (keyed digest, counted as a multiset) in the previous complete listing too is
-//   an old breakage; a new one is news of an upstream change, and detection waits one sweep for it to settle.
-// Each deferral is reported (log, metric with a reason, status, alert on consecutive deferrals).
+// for a review the sweep did not see; giving up on every such sweep switches detection off for good while an
+// upstream keeps one broken record listed. What is inferred instead needs no order of the listing
+// (docs/bad-input.md, "Unreadable records and deletions", proves it):
+// - a record that first appears in a complete sweep (a keyed digest of its bytes not listed as often by the
+//   previous complete sweep) may stand for any review of the snapshot that sweep did not list: those are its
+//   candidates, remembered with its digest;
+// - while it stays listed byte for byte, it may stand only for those of its candidates still not listed (a review
+//   listed since is not it); a record whose bytes change is a new one;
+// - a review not listed that no record may stand for is deleted; the candidates are kept.
+// What stays undecidable (more candidates kept than records that could stand for them) is reported: log, metric
+// with a reason, status, alert on consecutive sweeps.
 
 /** How many unreadable records' digests a complete sweep remembers (the checkpoint carries them): beyond, it defers. */
 export const UNREADABLE_MEMORY_MAX = 1000;
 
-/** Why deletion detection was deferred at the end of a complete sweep: a closed set (metric label). */
-export const DEFERRAL_REASONS = ['new_unreadable', 'too_many_unreadable', 'unordered_listing'] as const;
+/** How many candidate ids the remembered records hold together at most (the checkpoint carries them). */
+export const CANDIDATE_MEMORY_MAX = 1000;
+
+/** Why a complete sweep left deletions undecided: a closed set (metric label). */
+export const DEFERRAL_REASONS = [
+  'new_unreadable',
+  'ambiguous_unreadable',
+  'too_many_unreadable',
+  'too_many_candidates',
+] as const;
 
 /** One reason of DEFERRAL_REASONS. */
 export type DeferralReason = (typeof DEFERRAL_REASONS)[number];
 
-/** A listed record whose id could not be read: its keyed digest and the listed ids around it (null: none). */
-export interface UnreadableRecord {
-  digest: string;
-  after: number | null;
-  before: number | null;
-}
-
-/** What a sweep listed, in listing order: the readable ids, the unreadable records and whether ids ascended. */
+/** What a sweep listed, in any order: the readable ids and the digests of the records whose id cannot be read. */
 export class SweepListing {
   /** Every listed id (rejected records with a readable id included: they still exist upstream). */
   readonly seen = new SeenIds();
-  /** The unreadable records kept (at most `cap` + 1: one more only tells that there are too many). */
-  readonly unreadable: UnreadableRecord[] = [];
+  /** The digests of the unreadable records (at most `cap` + 1: one more only tells that there are too many). */
+  readonly digests: string[] = [];
   /** How many unreadable records were listed. */
   unreadableCount = 0;
-  /** Whether every listed id was larger than the one listed before it. */
-  ordered = true;
-  private last: number | null = null;
-  private open = 0;
 
   constructor(private readonly cap = UNREADABLE_MEMORY_MAX) {}
 
-  /** Records a listed record with a readable id, in listing order. */
+  /** Records a listed record with a readable id. */
   listed(id: number): void {
-    if (this.last !== null && id <= this.last) this.ordered = false;
-    this.last = id;
     this.seen.add(id);
-    for (; this.open < this.unreadable.length; this.open++) this.unreadable[this.open]!.before = id;
   }
 
-  /** Records a listed record whose id cannot be read, in listing order, by the keyed digest of its raw body. */
+  /** Records a listed record whose id cannot be read, by the keyed digest of its raw body. */
   unreadableRecord(digest: string): void {
     this.unreadableCount++;
-    if (this.unreadable.length > this.cap) return;
-    this.unreadable.push({ digest, after: this.last, before: null });
+    if (this.digests.length <= this.cap) this.digests.push(digest);
+  }
+
+  /** Whether there are more unreadable records than can be remembered (detection defers then). */
+  get tooMany(): boolean {
+    return this.unreadableCount > this.cap;
   }
 }
 
-/** What to do at the end of a complete sweep, and the digests to remember for the next one. */
-export type DetectionDecision =
-  | {
-      action: 'detect';
-      /** Whether a review the sweep did not see may stand behind an unreadable record (it is kept then). */
-      keep: (id: number) => boolean;
-      /** Reviews kept so (for the log): how many unreadable records there are. */
-      unreadable: number;
-      remember: string[];
-    }
-  | {
-      action: 'defer';
-      reason: DeferralReason;
-      /** Unreadable records listed, and how many of them were not in the previous complete listing. */
-      unreadable: number;
-      fresh: number;
-      /** Null: too many to remember (the next sweep sees every unreadable record as new). */
-      remember: string[] | null;
-    };
+/** What a complete listing leaves the next one to compare with (the checkpoint carries it). */
+export interface UnreadableMemory {
+  /** Keyed digests of the unreadable records, sorted, repeats kept; null: unknown (every record counts as new). */
+  digests: readonly string[] | null;
+  /** Per digest, the reviews (ascending ids) its records may stand for; null: unknown (every record is new). */
+  candidates: Readonly<Record<string, readonly number[]>> | null;
+}
+
+/** What a complete sweep infers from its unreadable records once it knows which snapshot reviews it did not list. */
+export interface Inference {
+  /** Reviews not listed that an unreadable record may stand for: this sweep does not delete them. */
+  held: ReadonlySet<number>;
+  /** The memory for the next complete sweep. */
+  memory: { digests: string[]; candidates: Record<string, number[]> | null };
+  /** Unreadable records listed, and how many of them the previous complete listing did not have. */
+  unreadable: number;
+  fresh: number;
+  /** At least this many held reviews are gone upstream (more held than records that could stand for them). */
+  undecided: number;
+  /** Why deletions stay undecided; null: every held review may be one of the records. */
+  reason: DeferralReason | null;
+}
 
 /**
- * Decides whether a complete sweep may tell deletions. `previous`: the digests the previous complete listing
- * remembered (null: unknown, so every unreadable record counts as new).
+ * Infers which reviews the sweep's unreadable records may stand for. `listed`: the digests of the sweep's
+ * unreadable records (any order, repeats kept); `previous`: the memory of the previous complete listing (null:
+ * none); `unlisted`: every review of the snapshot the sweep did not list (whenever its entry was written).
  */
-export function decideDetection(
-  listing: Pick<SweepListing, 'unreadable' | 'unreadableCount' | 'ordered'>,
-  previous: readonly string[] | null,
-  cap = UNREADABLE_MEMORY_MAX,
-): DetectionDecision {
-  const count = listing.unreadableCount;
-  if (count > cap || listing.unreadable.length > cap) {
-    return { action: 'defer', reason: 'too_many_unreadable', unreadable: count, fresh: count, remember: null };
-  }
-  const remember = listing.unreadable.map((u) => u.digest).sort();
-  const left = new Map<string, number>();
-  for (const d of previous ?? []) left.set(d, (left.get(d) ?? 0) + 1);
+export function inferUnreadable(
+  listed: readonly string[],
+  previous: UnreadableMemory | null,
+  unlisted: Iterable<number>,
+  cap = CANDIDATE_MEMORY_MAX,
+): Inference {
+  const missing = new Set(unlisted);
+  const all = [...missing].sort((a, b) => a - b);
+  const digests = [...listed].sort();
+  const counts = countOf(digests);
+  const before = previous?.candidates ? countOf(previous.digests ?? []) : new Map<string, number>();
+  const candidates: Record<string, number[]> = {};
+  const held = new Set<number>();
   let fresh = 0;
-  for (const d of remember) {
-    const n = left.get(d) ?? 0;
-    if (n > 0) left.set(d, n - 1);
-    else fresh++;
+  let total = 0;
+  let capacity = 0;
+  for (const [digest, count] of counts) {
+    const known = previous?.candidates ? own(previous.candidates, digest) : undefined;
+    const had = known === undefined ? 0 : (before.get(digest) ?? 0);
+    // As often as before: the same records, which stand for what they could stand for and is still not listed.
+    const kept = count <= had && known ? known.filter((id) => missing.has(id)) : all;
+    fresh += Math.max(0, count - had);
+    candidates[digest] = kept;
+    total += kept.length;
+    capacity += Math.min(count, kept.length);
+    for (const id of kept) held.add(id);
   }
-  if (fresh > 0) return { action: 'defer', reason: 'new_unreadable', unreadable: count, fresh, remember };
-  if (count > 0 && !listing.ordered) {
-    return { action: 'defer', reason: 'unordered_listing', unreadable: count, fresh: 0, remember };
+  const unreadable = digests.length;
+  if (total > cap) {
+    // Too many to carry with every checkpoint: nothing this sweep did not list is deleted, and the next sweep
+    // takes every record as new.
+    const undecided = Math.max(0, missing.size - unreadable);
+    const memory = { digests, candidates: null };
+    return { held: missing, memory, unreadable, fresh, undecided, reason: 'too_many_candidates' };
   }
-  const gaps = listing.unreadable.map(({ after, before }) => [after ?? -Infinity, before ?? Infinity] as const);
-  const keep = (id: number) => gaps.some(([after, before]) => id > after && id < before);
-  return { action: 'detect', keep, unreadable: count, remember };
+  const undecided = Math.max(0, held.size - capacity);
+  const reason = undecided === 0 ? null : fresh > 0 ? 'new_unreadable' : 'ambiguous_unreadable';
+  return { held, memory: { digests, candidates }, unreadable, fresh, undecided, reason };
+}
+
+function countOf(digests: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const d of digests) counts.set(d, (counts.get(d) ?? 0) + 1);
+  return counts;
+}
+
+// A record's own property only (a digest is hex, but the memory comes from storage).
+function own<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
 }

@@ -38,6 +38,11 @@ export interface DiffInput {
   createdDetection?: Detection;
   /** The key of the fingerprints (null or absent: unkeyed, as entries written before keys). */
   key?: FingerprintKey | null;
+  /**
+   * Without a snapshot entry: the sequence of the review's review.deleted, when the bridge reported it deleted
+   * (a comeback continues after it; absent: a review never seen, which starts at 1).
+   */
+  deletedSequence?: number;
 }
 
 /** Events to publish, in order, and the entry to store (null: the snapshot needs no write). */
@@ -68,11 +73,14 @@ export function diffReview(input: DiffInput): DiffResult {
 
   if (prev === null) {
     const base = baseEntry(review, input.fetchedAt, fp());
-    if (input.suppressCreated) return { events: [], next: { ...base, sequence: 0 } };
+    // A review listed again after its review.deleted continues its sequence: restarting at 1 would reuse the
+    // ids and sequences consumers already applied.
+    const after = input.deletedSequence ?? 0;
+    if (input.suppressCreated && after === 0) return { events: [], next: { ...base, sequence: 0 } };
     const detection = input.createdDetection ?? input.detection;
     return {
-      events: [createdEvent({ ...context(input, base), detection }, 1)],
-      next: { ...base, sequence: 1 },
+      events: [createdEvent({ ...context(input, base), detection }, after + 1)],
+      next: { ...base, sequence: after + 1 },
     };
   }
 

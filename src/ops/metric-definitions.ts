@@ -255,13 +255,13 @@ export const METRICS = {
   deletionDeferredTotal: {
     type: 'counter',
     name: 'deletion_detection_deferred_total',
-    help: 'Complete sweeps whose deletion detection was deferred, by reason (records whose id cannot be read).',
+    help: 'Complete sweeps that left deletions undecided, by reason (records whose id cannot be read).',
     labels: ['reason'],
   },
   deletionDeferredSweeps: {
     type: 'gauge',
     name: 'deletion_detection_deferred_sweeps',
-    help: 'Complete sweeps in a row whose deletion detection was deferred (0: the last one detected deletions).',
+    help: 'Complete sweeps in a row that left deletions undecided (0: the last one decided every missing review).',
   },
   paused: {
     type: 'gauge',

@@ -63,6 +63,7 @@ export class CheckpointStore {
       lastSweepAt: num(h.last_sweep_at),
       lastIncrementalAt: num(h.last_incremental_at),
       unreadable: decodeUnreadable(h.unreadable),
+      unreadableCandidates: decodeCandidates(h.unreadable_candidates),
       deferredSweeps: num(h.deferred_sweeps) ?? 0,
       deferredReason: h.deferred_reason ? h.deferred_reason : null,
     };
@@ -111,6 +112,20 @@ function decodeUnreadable(text: string | undefined): string[] | null {
   return text.length === 3 ? [] : text.slice(3).split(',');
 }
 
+// The candidates of the remembered records, as checkpointPairs writes them (anything else: unknown).
+function decodeCandidates(text: string | undefined): Record<string, number[]> | null {
+  if (text === undefined || !text.startsWith('v1:')) return null;
+  const candidates: Record<string, number[]> = {};
+  for (const part of text.length === 3 ? [] : text.slice(3).split(';')) {
+    const [digest, ids] = part.split('=');
+    if (!digest || !/^[0-9a-f]{1,64}$/.test(digest) || ids === undefined) return null;
+    const list = ids === '' ? [] : ids.split('.').map(Number);
+    if (!list.every((id) => Number.isSafeInteger(id) && id > 0)) return null;
+    candidates[digest] = list;
+  }
+  return candidates;
+}
+
 /** A checkpoint update as the field/value pairs of the commit script (an absent field is left as it is). */
 export function checkpointPairs(u: CheckpointUpdate): string[] {
   const pairs: string[] = [];
@@ -120,6 +135,16 @@ export function checkpointPairs(u: CheckpointUpdate): string[] {
   if (u.lastIncrementalAt !== undefined) pairs.push('last_incremental_at', String(u.lastIncrementalAt));
   // An empty value deletes a field: the versioned form keeps an empty list apart from an unknown one (no field).
   if (u.unreadable !== undefined) pairs.push('unreadable', u.unreadable === null ? '' : `v1:${u.unreadable.join(',')}`);
+  if (u.unreadableCandidates !== undefined) {
+    const c = u.unreadableCandidates;
+    const text =
+      c === null
+        ? ''
+        : `v1:${Object.entries(c)
+            .map(([d, ids]) => `${d}=${ids.join('.')}`)
+            .join(';')}`;
+    pairs.push('unreadable_candidates', text);
+  }
   if (u.deferredSweeps !== undefined) pairs.push('deferred_sweeps', String(u.deferredSweeps));
   if (u.deferredReason !== undefined) pairs.push('deferred_reason', u.deferredReason ?? '');
   if (u.sweep !== undefined) {

@@ -182,6 +182,8 @@ export function accountKeys(prefix: string, account: string) {
     /** Progress of the running sweep or resync (JSON), written by the leader for `status`. */
     progress: `${base}:progress`,
     deadLettered: (digest: string) => `${base}:dlq:${digest}`,
+    /** Reviews reported deleted: id -> the sequence of their review.deleted (a comeback continues after it). */
+    gone: `${base}:gone`,
     bucket: (bucket: number) => `${base}:s:${bucket}`,
     bucketPattern: `${base}:s:*`,
   };

@@ -82,6 +82,18 @@ export class SnapshotEntries {
     await runCommit(this.redis, this.keys, epoch, pairs, bucketKeys, triples);
   }
 
+  /** Of the given reviews, those reported deleted: the sequence of their review.deleted (one round trip). */
+  async goneSequences(ids: readonly number[]): Promise<Map<number, number>> {
+    const gone = new Map<number, number>();
+    if (ids.length === 0) return gone;
+    const values = await this.redis.hmget(this.keys.gone, ...ids.map(String));
+    values.forEach((value, i) => {
+      const sequence = value === null ? NaN : Number(value);
+      if (Number.isSafeInteger(sequence) && sequence > 0) gone.set(ids[i]!, sequence);
+    });
+    return gone;
+  }
+
   /** Number of reviews in the snapshot. */
   async size(): Promise<number> {
     return Number((await this.redis.get(this.keys.count)) ?? 0);
@@ -114,15 +126,20 @@ export class SnapshotEntries {
   }
 
   /**
-   * Removes the entries of deleted reviews, each only if it still equals the entry the deletion was decided on;
-   * returns how many were removed. Throws FencedError if `epoch` is no longer current.
+   * Removes the entries of deleted reviews, each only if it still equals the entry the deletion was decided on,
+   * and keeps the sequence of each removed one's review.deleted (its entry's + 1) for a comeback; returns how many
+   * were removed. Throws FencedError if `epoch` is no longer current.
    */
   async removeEntries(epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>): Promise<number> {
     if (entries.length === 0) return 0;
     const { bucketKeys, triples } = this.entryArgs(entries);
-    const keys = [this.keys.epoch, this.keys.count, ...bucketKeys];
+    const tuples: (string | Buffer)[] = [];
+    entries.forEach(([id, entry], i) =>
+      tuples.push(...triples.slice(i * 3, i * 3 + 3), String(id), String(entry.sequence + 1)),
+    );
+    const keys = [this.keys.epoch, this.keys.count, this.keys.gone, ...bucketKeys];
     try {
-      return await this.redis.bridgeRemove(keys.length, ...keys, String(epoch), ...triples);
+      return await this.redis.bridgeRemove(keys.length, ...keys, String(epoch), ...tuples);
     } catch (err) {
       throw scriptError(err);
     }

@@ -5,6 +5,9 @@ import { scanKeys, type AccountKeys, type BridgeRedis } from './connection.js';
 import { runCommit } from './snapshot-entries.js';
 import { bucketOf, fieldOf } from './store-common.js';
 
+/** A restored review: its entry, or null with the sequence of its review.deleted (a deletion marker). */
+export type RestoredEntry = readonly [id: number, entry: SnapshotEntry | null, deletedSequence?: number];
+
 // A restore of one account's snapshot from the Kafka changelog: clear it, write the restored entries (unfenced,
 // in bounded pipelines), then finish fenced with the changelog's checkpoint and the epoch floor.
 
@@ -17,20 +20,24 @@ export class SnapshotRestore {
 
   /** Removes the account's snapshot (entries, count, checkpoint) before a full restore; leases and requests stay. */
   async clearForRestore(): Promise<void> {
-    const keys: string[] = [this.keys.checkpoint, this.keys.count];
+    const keys: string[] = [this.keys.checkpoint, this.keys.count, this.keys.gone];
     for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) keys.push(...found);
     for (let i = 0; i < keys.length; i += 500) await this.redis.unlink(...keys.slice(i, i + 500));
   }
 
-  /** Writes restored entries (deleted: null) in one pipelined round trip; not fenced (restoreFinish is). */
-  async restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null]>): Promise<void> {
+  /**
+   * Writes restored entries (deleted: null, with the sequence of its review.deleted when known) in pipelined round
+   * trips; not fenced (restoreFinish is).
+   */
+  async restoreEntries(entries: ReadonlyArray<RestoredEntry>): Promise<void> {
     // Pipelines of a bounded size: a whole fetch at once would queue ~1 KiB of command objects per entry.
     for (let i = 0; i < entries.length; i += 2_000) {
       const pipeline = this.redis.pipeline();
-      for (const [id, entry] of entries.slice(i, i + 2_000)) {
+      for (const [id, entry, deletedSequence] of entries.slice(i, i + 2_000)) {
         const key = this.keys.bucket(bucketOf(id));
         if (entry) pipeline.hset(key, fieldOf(id), encodeEntry(entry));
         else pipeline.hdel(key, fieldOf(id));
+        if (!entry && deletedSequence !== undefined) pipeline.hset(this.keys.gone, String(id), String(deletedSequence));
       }
       const results = (await pipeline.exec()) ?? [];
       for (const [err] of results) if (err) throw err;
@@ -56,6 +63,7 @@ export class SnapshotRestore {
       ...(ckpt.lastSweepAt !== null ? { lastSweepAt: ckpt.lastSweepAt } : {}),
       ...(ckpt.lastIncrementalAt !== null ? { lastIncrementalAt: ckpt.lastIncrementalAt } : {}),
       unreadable: ckpt.unreadable,
+      unreadableCandidates: ckpt.unreadableCandidates,
       deferredSweeps: ckpt.deferredSweeps,
       deferredReason: ckpt.deferredReason,
     });

@@ -32,6 +32,7 @@ export class SnapshotStore {
 
   // The snapshot entries.
   read: SnapshotEntries['read'] = (...a) => this.entries.read(...a);
+  goneSequences: SnapshotEntries['goneSequences'] = (...a) => this.entries.goneSequences(...a);
   commit: SnapshotEntries['commit'] = (...a) => this.entries.commit(...a);
   size: SnapshotEntries['size'] = () => this.entries.size();
   scanEntries: SnapshotEntries['scanEntries'] = (...a) => this.entries.scanEntries(...a);

@@ -25,6 +25,7 @@ const USAGE = `Usage: reviews-bridge simulate [options]
   --throttle-status <503|429>   --retry-after <s|none>
   --payload-limit <bytes>       (default 10485760)
   --cursor-path <path>          (default next_page)       --last-page-cursor <absent|null>
+  --listing-order <ascending|descending>  full listing by id, or newest first (default ascending)
   --updated-date-unit <ms|s>    --updated-date-comparison <gte|gt>
   --compression <when-asked|always|never>  --clock-skew-ms <n> (its clock minus the real one; default 0)
   --error-rate <0..1> --error-statuses <500,502,...> --latency-ms <n>
@@ -53,6 +54,7 @@ const STRING_FLAGS = [
   'payload-limit',
   'cursor-path',
   'last-page-cursor',
+  'listing-order',
   'updated-date-unit',
   'updated-date-comparison',
   'compression',
@@ -129,6 +131,7 @@ export function parseSimulatorCommand(argv: string[]): SimulatorCommand {
     payloadLimitBytes: num('payload-limit'),
     cursorPath: text('cursor-path'),
     lastPageCursor: text('last-page-cursor') as SimulatorOptions['lastPageCursor'],
+    listingOrder: text('listing-order') as SimulatorOptions['listingOrder'],
     updatedDateUnit: text('updated-date-unit') as SimulatorOptions['updatedDateUnit'],
     updatedDateComparison: text('updated-date-comparison') as SimulatorOptions['updatedDateComparison'],
     compression: text('compression') as SimulatorOptions['compression'],

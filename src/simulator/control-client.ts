@@ -46,6 +46,11 @@ export class SimulatorHttpControl {
     await this.call('DELETE', `/_control/reviews/${id}`);
   }
 
+  /** Lists a removed review again (a comeback). */
+  async restoreReview(id: number): Promise<void> {
+    await this.call('POST', `/_control/reviews/${id}/restore`);
+  }
+
   /** The review, or null when there is none with that id. */
   async get(id: number): Promise<Record<string, unknown> | null> {
     try {

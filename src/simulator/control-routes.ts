@@ -39,9 +39,11 @@ export async function handleControl(
 }
 
 function matchRoute(method: string, path: string, control: SimulatorControl): { route: Route; id: number } | null {
-  const review = /^\/_control\/reviews\/(\d+)(\/status)?$/.exec(path);
+  const review = /^\/_control\/reviews\/(\d+)(\/status|\/restore)?$/.exec(path);
   if (review !== null) {
     const id = Number(review[1]);
+    if (review[2] === '/restore')
+      return method === 'POST' ? { id, route: (p) => noContent(() => control.restoreReview(p.id)) } : null;
     if (review[2] !== undefined)
       return method === 'POST' ? { id, route: (p) => ok(control.setStatus(p.id, statusOf(p.body))) } : null;
     if (method === 'GET') return { id, route: (p) => found(control.get(p.id), p.id) };

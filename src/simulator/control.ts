@@ -26,5 +26,6 @@ export function createControl(state: SimulatorState): SimulatorControl {
       return added;
     },
     removeReview: (id) => state.store.remove(id),
+    restoreReview: (id) => state.store.restore(id),
   };
 }

@@ -42,7 +42,7 @@ export function parseListingQuery(params: URLSearchParams, maxId: number, rule: 
     }
     minUpdated = lowerBoundMs(Number(rawUpdated), rule);
   }
-  return { ok: true, query: { startId, limit, minUpdated } };
+  return { ok: true, query: { startId, limit, minUpdated, fromCursor: cursor !== null } };
 }
 
 /** The inclusive lower bound in ms that the parameter value means under the rule (seconds compare whole seconds). */

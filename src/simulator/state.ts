@@ -26,7 +26,7 @@ export class SimulatorState {
     clock: () => number = Date.now,
   ) {
     this.now = () => clock() + options.clockSkewMs;
-    this.store = new ReviewStore(options.seed, options.reviewCount, this.now);
+    this.store = new ReviewStore(options.seed, options.reviewCount, this.now, options.listingOrder);
     this.tokens = new TokenRegistry(
       [
         { id: options.clientId, secret: options.clientSecret, scope: 'reviews' },

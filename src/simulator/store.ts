@@ -24,6 +24,8 @@ export interface StoreQuery {
   limit: number;
   /** Inclusive lower bound on updated_date in ms, or null for the full listing. */
   minUpdated: number | null;
+  /** Whether startId came from a next_page cursor (a newest-first listing starts at the highest id otherwise). */
+  fromCursor?: boolean;
 }
 
 /** One page: records in id order and the id the next page starts at (null on the last page). */
@@ -63,6 +65,8 @@ export class ReviewStore {
     private readonly seed: number,
     private readonly baseCount: number,
     clock: () => number = Date.now,
+    /** Order of the full listing: ascending ids, or newest first (descending ids, cursor = next page's first id). */
+    private readonly order: 'ascending' | 'descending' = 'ascending',
   ) {
     this.maxId = baseCount;
     this.changes = new ChangeLog(clock);
@@ -118,6 +122,13 @@ export class ReviewStore {
     return { ...record };
   }
 
+  /** Lists a removed review again as it was (a comeback); unknown or listed ids are refused. */
+  restore(id: number): void {
+    if (!this.removed.has(id)) throw new StoreError('not_found', `no removed review with id ${id}`);
+    this.removed.delete(id);
+    this.changes.invalidate();
+  }
+
   /** Removes a review: it is no longer listed, found or changeable. */
   remove(id: number): void {
     if (!this.exists(id)) throw new StoreError('not_found', `no review with id ${id}`);
@@ -126,10 +137,17 @@ export class ReviewStore {
     this.changes.invalidate();
   }
 
-  /** One page of the listing, in ascending id order. Records are shared: serialise, do not mutate. */
+  /**
+   * One page of the listing, in ascending id order (the full listing newest first when so configured). Records
+   * are shared: serialise, do not mutate.
+   */
   list(query: StoreQuery): StorePage {
     const { startId, limit, minUpdated } = query;
-    if (minUpdated === null) return this.listAll(startId, limit);
+    if (minUpdated === null) {
+      return this.order === 'descending'
+        ? this.listNewestFirst(query.fromCursor ? startId : this.maxId, limit)
+        : this.listAll(startId, limit);
+    }
     // Every base review was updated before the epoch: past it, only the change log can match.
     if (minUpdated >= BASE_EPOCH_MS) return this.listFromLog(startId, limit, minUpdated);
     return this.scan(startId, limit, minUpdated);
@@ -160,6 +178,15 @@ export class ReviewStore {
       if (!this.removed.has(id)) records.push(this.current(id));
     }
     return { records, nextId: id <= this.maxId ? id : null };
+  }
+
+  private listNewestFirst(startId: number, limit: number): StorePage {
+    const records: SimRecord[] = [];
+    let id = Math.min(startId, this.maxId);
+    for (; id >= 1 && records.length < limit; id--) {
+      if (!this.removed.has(id)) records.push(this.current(id));
+    }
+    return { records, nextId: id >= 1 ? id : null };
   }
 
   private listFromLog(startId: number, limit: number, minUpdated: number): StorePage {

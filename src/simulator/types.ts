@@ -90,6 +90,8 @@ export interface SimulatorOptions {
   cursorPath?: string;
   /** What the last page carries at cursorPath: nothing (default) or an explicit null. */
   lastPageCursor?: 'absent' | 'null';
+  /** Order of the full listing (no updated_date filter): by ascending id (default) or newest first (descending). */
+  listingOrder?: 'ascending' | 'descending';
   /** Unit of the updated_date query parameter; default 'ms'. */
   updatedDateUnit?: 'ms' | 's';
   /** Comparison of the updated_date filter; default 'gte'. */
@@ -145,6 +147,8 @@ export interface SimulatorControl {
   addPoisonReviews(kinds?: PoisonKind[]): PoisonRecord[];
   /** Removes a review upstream: it is no longer listed nor found (its id is not reused). */
   removeReview(id: number): void;
+  /** Lists a removed review again, as it was (a comeback); its updated_date does not move. */
+  restoreReview(id: number): void;
 }
 
 /** A running simulator. */

@@ -66,6 +66,13 @@ export class FakeSnapshot implements PassesSnapshot {
     return out;
   }
 
+  /** Reviews reported deleted: the sequence of their review.deleted (as Redis's gone hash). */
+  readonly gone = new Map<number, number>();
+
+  async goneSequences(ids: readonly number[]): Promise<Map<number, number>> {
+    return new Map(ids.flatMap((id) => (this.gone.has(id) ? [[id, this.gone.get(id)!] as const] : [])));
+  }
+
   async commit(
     epoch: number,
     entries: ReadonlyArray<[number, SnapshotEntry]>,
@@ -98,6 +105,7 @@ export class FakeSnapshot implements PassesSnapshot {
   /** Forgets everything, as a flushed Redis. */
   clear(): void {
     this.entries.clear();
+    this.gone.clear();
     this.ckpt = { ...EMPTY_CHECKPOINT };
     this.txn = null;
     for (const p of Object.keys(this.offsets)) delete this.offsets[Number(p)];
@@ -119,10 +127,11 @@ export class FakeSnapshot implements PassesSnapshot {
     this.clear();
   }
 
-  async restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null]>): Promise<void> {
-    for (const [id, entry] of entries) {
+  async restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null, number?]>): Promise<void> {
+    for (const [id, entry, deletedSequence] of entries) {
       if (entry) this.entries.set(id, entry);
       else this.entries.delete(id);
+      if (!entry && deletedSequence !== undefined) this.gone.set(id, deletedSequence);
     }
   }
 
@@ -178,7 +187,11 @@ export class FakeSnapshot implements PassesSnapshot {
   async removeEntries(_epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>): Promise<number> {
     this.log.push(`remove ${entries.map(([id]) => id).join(',')}`);
     let removed = 0;
-    for (const [id] of entries) if (this.entries.delete(id)) removed += 1;
+    for (const [id, entry] of entries) {
+      if (!this.entries.delete(id)) continue;
+      removed += 1;
+      this.gone.set(id, entry.sequence + 1);
+    }
     return removed;
   }
 

@@ -65,6 +65,7 @@ const SCAN_BUCKETS_PER_STEP = 25;
  */
 export class DeletionScan {
   private readonly missing: Array<[number, SnapshotEntry]> = [];
+  private readonly unlisted: number[] = [];
   private known = 0;
   private batches: AsyncIterator<Array<[number, SnapshotEntry]>> | null = null;
 
@@ -76,6 +77,11 @@ export class DeletionScan {
     private readonly sweepStartedAt: number,
     /** The sweep's `deletions` span (tracing on): ended by finish or close; review.deleted carries its traceparent. */
     private span: Span | null = null,
+    /**
+     * Given every review of the snapshot the sweep did not list (whenever written), the ones it must not delete
+     * (records without a readable id may stand for them: sweep-deletions.ts).
+     */
+    private readonly hold: ((unlisted: readonly number[]) => ReadonlySet<number>) | null = null,
   ) {}
 
   /** Scans the next batch of the snapshot; resolves false once the whole snapshot was scanned. */
@@ -84,6 +90,7 @@ export class DeletionScan {
     const next = await this.batches.next();
     if (next.done) return false;
     this.known += next.value.length;
+    if (this.hold) for (const [id] of next.value) if (!this.sawReview(id)) this.unlisted.push(id);
     this.missing.push(...missingFromSweep(next.value, this.sawReview, this.sweepStartedAt));
     return true;
   }
@@ -103,7 +110,8 @@ export class DeletionScan {
   private async decide(): Promise<DeletionOutcome> {
     const { deps, pipeline } = this;
     const { logger, eventSource } = pipeline.deps;
-    const missing = await this.stillMissing();
+    const held = this.hold?.(this.unlisted);
+    const missing = (await this.stillMissing()).filter(([id]) => !held?.has(id));
     const known = this.known;
     const verdict = deletionVerdict(missing.length, known, deps.maxFraction);
     if (verdict.action === 'none') return { deleted: 0 };

@@ -1,4 +1,4 @@
-import { decideDetection, SweepListing, UNREADABLE_MEMORY_MAX } from '../../core/deletion-inference.js';
+import { inferUnreadable, SweepListing } from '../../core/deletion-inference.js';
 import type { Checkpoint, CheckpointUpdate } from '../../core/checkpoint.js';
 import { keyedRecordDigest, recordDigest } from '../../core/record-digest.js';
 import type { PagePipeline, PipelineRun } from '../pipeline.js';
@@ -6,10 +6,11 @@ import type { Page } from '../../upstream/types.js';
 import { DeletionScan, type DeletionDeps } from './deletions.js';
 
 // The deletion side of a full scan: only a scan that lists every page in one run can tell deletions (a resumed one
-// did not see the pages before its cursor). It records what each page lists, decides at the end whether deletions
-// can be told (records without a readable id may stand for listed reviews: docs/bad-input.md), and then runs the
-// detection a snapshot batch per step, polls in between. A complete initial load only remembers its unreadable
-// records for the first sweep.
+// did not see the pages before its cursor). It records what the pages list (in any order), then runs the detection
+// a snapshot batch per step, polls in between; once the snapshot is scanned it knows which reviews the sweep did
+// not list, infers which of them records without a readable id may stand for (docs/bad-input.md), deletes the
+// others and remembers the inference with the sweep's end commit. A complete initial load only remembers its
+// unreadable records (standing for no review it knows) for the first sweep.
 
 /** What a full scan lists for deletion detection, and how it ends. */
 export class SweepIds {
@@ -18,20 +19,24 @@ export class SweepIds {
   /** `digestOf`: the digest an unreadable record is remembered by (see unreadableDigester). */
   constructor(private readonly digestOf: (raw: unknown) => string) {}
 
-  /** Records a page's records in listing order. */
+  /** Records a page's records. */
   list(page: Page): void {
     listPage(this.listing, page, this.digestOf);
   }
 
   /** The end of a complete initial load: it remembers its unreadable records (unless too many) for the first sweep. */
   endInitialLoad(update: CheckpointUpdate): void {
-    const remember = this.listing.unreadable.map((u) => u.digest).sort();
-    update.unreadable = this.listing.unreadableCount > UNREADABLE_MEMORY_MAX ? null : remember;
+    if (this.listing.tooMany) Object.assign(update, { unreadable: null, unreadableCandidates: null });
+    else {
+      const { memory } = inferUnreadable(this.listing.digests, null, []);
+      Object.assign(update, { unreadable: memory.digests, unreadableCandidates: memory.candidates });
+    }
   }
 
   /**
-   * The end of a complete sweep, once its last page is committed: adds the decision's checkpoint fields to
-   * `update`; resolves the detection to step through, or null when detection is deferred.
+   * The end of a complete sweep, once its last page is committed: resolves the detection to step through, which
+   * adds its inference to `update` (the sweep's end commit), or null when there are too many unreadable records
+   * to remember (then `update` says so at once).
    */
   endSweep(
     end: { pipeline: PagePipeline; run: PipelineRun; deletion: DeletionDeps; ckpt: Checkpoint; startedAt: number },
@@ -39,52 +44,54 @@ export class SweepIds {
   ): SweepDeletions | null {
     const { pipeline, run, deletion, ckpt } = end;
     const { listing } = this;
-    const decision = decideDetection(listing, ckpt.unreadable);
-    update.unreadable = decision.remember;
-    if (decision.action === 'defer') {
+    const { logger } = pipeline.deps;
+    if (listing.tooMany) {
       const deferredSweeps = ckpt.deferredSweeps + 1;
-      Object.assign(update, { deferredSweeps, deferredReason: decision.reason });
-      pipeline.deps.logger.warn(
-        { reason: decision.reason, unreadable: decision.unreadable, new: decision.fresh, deferredSweeps },
+      const reason = 'too_many_unreadable';
+      Object.assign(update, { unreadable: null, unreadableCandidates: null, deferredSweeps, deferredReason: reason });
+      logger.warn(
+        { reason, unreadable: listing.unreadableCount, deferredSweeps },
         'deletion detection deferred: the listing has records whose id cannot be read (docs/bad-input.md)',
       );
-      deletion.metrics.deletionDeferred(decision.reason);
+      deletion.metrics.deletionDeferred(reason);
       deletion.metrics.setDeletionDeferredSweeps(deferredSweeps);
       return null;
     }
-    Object.assign(update, { deferredSweeps: 0, deferredReason: null });
-    deletion.metrics.setDeletionDeferredSweeps(0);
+    const previous = { digests: ckpt.unreadable, candidates: ckpt.unreadableCandidates };
+    const hold = (unlisted: readonly number[]): ReadonlySet<number> => {
+      const inference = inferUnreadable(listing.digests, previous, unlisted);
+      const { held, reason, unreadable, fresh, undecided } = inference;
+      const { digests, candidates } = inference.memory;
+      const deferredSweeps = reason === null ? 0 : ckpt.deferredSweeps + 1;
+      Object.assign(update, { unreadable: digests, unreadableCandidates: candidates, deferredSweeps });
+      update.deferredReason = reason;
+      deletion.metrics.setDeletionDeferredSweeps(deferredSweeps);
+      if (reason !== null) {
+        logger.warn(
+          { reason, unreadable, new: fresh, held: held.size, undecided, deferredSweeps },
+          'deletion detection deferred: the listing has records whose id cannot be read (docs/bad-input.md)',
+        );
+        deletion.metrics.deletionDeferred(reason);
+      } else if (held.size > 0) {
+        logger.info({ kept: held.size, unreadable }, 'reviews an unreadable record may stand for kept');
+      }
+      return held;
+    };
     const span = run.startStep('deletions');
-    const seen = { listed: (id: number) => listing.seen.has(id), mayStandFor: decision.keep };
-    return new SweepDeletions(pipeline, deletion, run.epoch, end.startedAt, span, seen);
+    const listed = (id: number) => listing.seen.has(id);
+    return new SweepDeletions(new DeletionScan(pipeline, deletion, run.epoch, listed, end.startedAt, span, hold));
   }
 }
 
 /** Deletion detection at the end of a complete sweep, a snapshot batch per step. */
 export class SweepDeletions {
-  private kept = 0;
-  private readonly scan: DeletionScan;
-
-  constructor(
-    private readonly pipeline: PagePipeline,
-    deletion: DeletionDeps,
-    epoch: number,
-    startedAt: number,
-    span: ReturnType<PipelineRun['startStep']>,
-    /** Whether the sweep listed a review, or whether an unreadable record may stand for it (it is kept then). */
-    seen: { listed: (id: number) => boolean; mayStandFor: (id: number) => boolean },
-  ) {
-    const saw = (id: number) => seen.listed(id) || (seen.mayStandFor(id) && ++this.kept > 0);
-    this.scan = new DeletionScan(pipeline, deletion, epoch, saw, startedAt, span);
-  }
+  constructor(private readonly scan: DeletionScan) {}
 
   /** Scans a batch of the snapshot; at the end publishes the deletions and resolves false. */
   async step(): Promise<boolean> {
     if (await this.scan.step()) return true;
-    const outcome = await this.scan.finish();
+    await this.scan.finish();
     await this.scan.close();
-    const kept = this.kept;
-    if (kept > 0) this.pipeline.deps.logger.info({ kept, outcome }, 'reviews an unreadable record may stand for kept');
     return false;
   }
 
@@ -94,34 +101,14 @@ export class SweepDeletions {
   }
 }
 
-/**
- * Records a page's records in listing order: the reviews, and the rejects at their positions (a readable id is a
- * listed review; without one, the record's keyed digest). A reject without a position puts the order in doubt.
- */
+/** Records a page's records: a readable id is a listed review; without one, the record's keyed digest. */
 function listPage(listing: SweepListing, page: Page, digestOf: (raw: unknown) => string): void {
-  const rejects = new Map<number, Page['rejects'][number]>();
-  const onReject = (reject: Page['rejects'][number]) => {
+  for (const review of page.reviews) listing.listed(review.id);
+  for (const reject of page.rejects) {
     const id = reject.id === null ? NaN : Number(reject.id);
     if (Number.isSafeInteger(id) && id > 0) listing.listed(id);
     else listing.unreadableRecord(digestOf(reject.raw));
-  };
-  for (const reject of page.rejects) {
-    if (reject.position === undefined || rejects.has(reject.position)) {
-      listing.ordered = false;
-      onReject(reject);
-    } else rejects.set(reject.position, reject);
   }
-  let next = 0;
-  const total = page.reviews.length + rejects.size;
-  for (let position = 0; position < total; position++) {
-    const reject = rejects.get(position);
-    if (reject) onReject(reject);
-    else {
-      const review = page.reviews[next++];
-      if (review) listing.listed(review.id);
-    }
-  }
-  for (const [position, reject] of rejects) if (position >= total) onReject(reject);
 }
 
 /**

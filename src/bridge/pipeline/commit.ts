@@ -158,6 +158,7 @@ function movesCheckpoint(before: Checkpoint, after: Checkpoint): boolean {
     before.deferredSweeps !== after.deferredSweeps ||
     before.deferredReason !== after.deferredReason ||
     JSON.stringify(before.unreadable) !== JSON.stringify(after.unreadable) ||
+    JSON.stringify(before.unreadableCandidates) !== JSON.stringify(after.unreadableCandidates) ||
     JSON.stringify(before.sweep) !== JSON.stringify(after.sweep)
   );
 }

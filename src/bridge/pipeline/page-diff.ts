@@ -42,6 +42,8 @@ export interface DiffInput {
   maxMessageBytes: number | undefined;
   /** The snapshot's entries of the page's reviews. */
   known: ReadonlyMap<number, SnapshotEntry>;
+  /** Reviews without an entry that the bridge reported deleted: the sequence of their review.deleted. */
+  gone?: ReadonlyMap<number, number>;
   /** The entries this run's page in flight will commit (newer than the snapshot's). */
   overlay: ReadonlyMap<number, SnapshotEntry> | null;
   /** Review states that broke their page before: dead-lettered by reference instead. */
@@ -72,6 +74,7 @@ export function diffPage(page: Page, input: DiffInput): DiffedPage {
         suppressCreated,
         createdDetection: input.initialCreates ? 'initial' : undefined,
         key: input.key,
+        ...(previous === null && input.gone?.has(review.id) ? { deletedSequence: input.gone.get(review.id) } : {}),
       });
       if (!result.next) {
         if (type === 'resync' && previous) states.push(refreshedState(eventSource, review, previous.sequence));

@@ -147,6 +147,10 @@ export class PipelineRun {
     const overlay = inflight.overlayOf(this);
     const ids = page.reviews.map((r) => r.id);
     const known = await deps.snapshot.read(ids, this.epoch, committer.redisTxn ?? undefined);
+    // Reviews the snapshot does not hold may be comebacks (an initial load has deleted nothing): a second round
+    // trip, only for pages with such reviews.
+    const absent = this.type === 'initial' ? [] : ids.filter((id) => !known.has(id) && !overlay?.has(id));
+    const gone = absent.length > 0 ? await deps.snapshot.goneSequences(absent) : undefined;
     const diffed = diffPage(page, {
       type: this.type,
       initialCreates: this.type === 'initial' || this.createdAsInitial,
@@ -154,6 +158,7 @@ export class PipelineRun {
       key,
       maxMessageBytes: deps.sink.maxMessageBytes,
       known,
+      gone,
       overlay,
       quarantined: memory.quarantined,
     });

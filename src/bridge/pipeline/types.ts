@@ -24,6 +24,11 @@ export interface SnapshotPort {
    * holds fewer changelog transactions than that (a failover lost commits). See SnapshotStore.read.
    */
   read(ids: readonly number[], epoch?: number, minTxn?: number): Promise<Map<number, SnapshotEntry>>;
+  /**
+   * Of reviews without an entry, those the bridge reported deleted: the sequence of their review.deleted (a
+   * comeback continues after it).
+   */
+  goneSequences(ids: readonly number[]): Promise<Map<number, number>>;
   /** `expectTxn`: the changelog transaction Redis must hold before this commit (else SnapshotLostError). */
   commit(
     epoch: number,

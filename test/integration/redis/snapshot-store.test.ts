@@ -94,6 +94,62 @@ describe('SnapshotStore', () => {
     });
   });
 
+  it('keeps the candidates of the remembered records, and restores them from the changelog', async () => {
+    const { store, lease } = setup();
+    const epoch = await lease.renew();
+    await store.commit(epoch, [], { unreadable: ['aa', 'bb'] });
+    // Written before candidates existed: unknown.
+    expect((await store.checkpoint()).unreadableCandidates).toBeNull();
+    const candidates = { aa: [3, 70_000_000], bb: [] };
+    await store.commit(epoch, [], { unreadableCandidates: candidates });
+    expect((await store.checkpoint()).unreadableCandidates).toEqual(candidates);
+    await store.commit(epoch, [], { unreadableCandidates: {} });
+    expect((await store.checkpoint()).unreadableCandidates).toEqual({});
+    await store.commit(epoch, [], { unreadableCandidates: null });
+    expect((await store.checkpoint()).unreadableCandidates).toBeNull();
+    const restored = { ...EMPTY_CHANGELOG_CHECKPOINT, txn: 2, unreadable: ['aa'], unreadableCandidates: { aa: [5] } };
+    await store.restoreFinish(epoch, restored, {}, 'cluster');
+    expect(await store.checkpoint()).toMatchObject({ unreadable: ['aa'], unreadableCandidates: { aa: [5] } });
+  });
+
+  it('keeps the review.deleted sequence of removed reviews for a comeback, also through a restore', async () => {
+    const { store, lease } = setup();
+    const epoch = await lease.renew();
+    await store.commit(
+      epoch,
+      [
+        [1, entry(1, 4)],
+        [2, entry(2, 1)],
+        [300, entry(300, 2)],
+      ],
+      {},
+    );
+    expect(
+      await store.removeEntries(epoch, [
+        [1, entry(1, 4)],
+        [300, entry(300, 2)],
+        [2, entry(2, 9)],
+      ]),
+    ).toBe(2);
+    // Review 2 changed meanwhile (another entry): not removed, not gone.
+    expect(await store.goneSequences([1, 2, 300, 4])).toEqual(
+      new Map([
+        [1, 5],
+        [300, 3],
+      ]),
+    );
+    expect(await store.size()).toBe(1);
+    // A full restore clears the memory with the snapshot and writes the changelog's deletion markers back.
+    await store.clearForRestore();
+    expect(await store.goneSequences([1, 300])).toEqual(new Map());
+    await store.restoreEntries([
+      [1, null, 5],
+      [2, entry(2, 1)],
+      [7, null],
+    ]);
+    expect(await store.goneSequences([1, 2, 7])).toEqual(new Map([[1, 5]]));
+  });
+
   it('never moves the watermark back', async () => {
     const { store, lease } = setup();
     const epoch = await lease.renew();

@@ -84,6 +84,10 @@ describe('HTTP control interface and SimulatorHttpControl', () => {
     await control.removeReview(7);
     expect(await control.get(7)).toBeNull();
     await expect(control.removeReview(7)).rejects.toMatchObject({ status: 404 });
+    await control.restoreReview(7);
+    expect(await control.get(7)).toMatchObject({ id: 7 });
+    await expect(control.restoreReview(7)).rejects.toMatchObject({ status: 404 });
+    await control.removeReview(7);
     const ids = async () => {
       const bearer = await token(simulator.url);
       const seen: number[] = [];

@@ -182,6 +182,49 @@ describe('full scan', () => {
     expect([...snapshot.entries.keys()].sort()).toEqual([1, 2, 4, 9]);
   });
 
+  it('newest first, with id-less records: deletes what none may be, holds what a new one may be', async () => {
+    const idless = (raw: unknown) => ({ id: null, reason: 'schema' as const, detail: 'id:invalid_type', raw });
+    const listing = (ids: number[], raws: unknown[]) => [
+      { ...page(ids.map((id) => review(id))), rejects: raws.map(idless) },
+    ];
+    const junk = { headline: 'no id' };
+    const source = new FakeSource(listing([6, 5, 4, 3, 2, 1], [junk]));
+    const { passes: p, snapshot, sink } = passes(source);
+    await p.fullScan(1, new AbortController().signal);
+    // Review 2 removed; the junk record stays byte for byte: 2 is deleted, nothing is deferred.
+    source.pagesToServe = listing([6, 5, 4, 3, 1], [junk]);
+    await p.fullScan(1, new AbortController().signal);
+    expect(sink.deletions.map((e) => e.subject)).toEqual(['2']);
+    expect(snapshot.ckpt).toMatchObject({ deferredSweeps: 0, deferredReason: null });
+    // Review 4 loses its id in the sweep that misses review 1: the new record may be either, both are held.
+    source.pagesToServe = listing([6, 5, 3], [junk, { headline: 'review 4' }]);
+    await p.fullScan(1, new AbortController().signal);
+    expect(sink.deletions.map((e) => e.subject)).toEqual(['2']);
+    expect(snapshot.ckpt).toMatchObject({ deferredSweeps: 1, deferredReason: 'new_unreadable' });
+    expect(Object.values(snapshot.ckpt.unreadableCandidates ?? {}).sort()).toEqual([[], [1, 4]]);
+    // Review 6 removed next, the records unchanged: 6 is deleted, 1 and 4 stay held (reported again).
+    source.pagesToServe = listing([5, 3], [{ headline: 'review 4' }, junk]);
+    await p.fullScan(1, new AbortController().signal);
+    expect(sink.deletions.map((e) => e.subject)).toEqual(['2', '6']);
+    expect(snapshot.ckpt).toMatchObject({ deferredSweeps: 2, deferredReason: 'ambiguous_unreadable' });
+    expect([...snapshot.entries.keys()].sort()).toEqual([1, 3, 4, 5]);
+  });
+
+  it('a review listed again after its review.deleted continues its sequence (not 1 again)', async () => {
+    const source = new FakeSource([page([review(1), review(2), review(3), review(4)])]);
+    const { passes: p, snapshot, sink } = passes(source);
+    await p.fullScan(1, new AbortController().signal);
+    source.pagesToServe = [page([review(1), review(2), review(4)])];
+    await p.fullScan(1, new AbortController().signal);
+    expect(sink.deletions.map((e) => [e.subject, e.sequence])).toEqual([['3', 2]]);
+    expect(snapshot.gone.get(3)).toBe(2);
+    source.pagesToServe = [page([review(1), review(2), review(3), review(4)])];
+    sink.events.length = 0;
+    await p.fullScan(1, new AbortController().signal);
+    expect(sink.events.map((e) => [e.type, e.subject, e.sequence])).toEqual([['review.created', '3', 3]]);
+    expect(snapshot.entries.get(3)?.sequence).toBe(3);
+  });
+
   it('deletes nothing when a sweep misses more than the allowed fraction (a broken listing)', async () => {
     const source = new FakeSource([page([review(1), review(2), review(3), review(4)])]);
     const { passes: p, snapshot, sink, metrics } = passes(source);

@@ -19,7 +19,7 @@ import {
 const key = new FingerprintKey(Buffer.alloc(32, 5));
 const keySource: FingerprintKeySource = { get: async () => key, persist: async () => undefined };
 
-function setup(source: FakeSource) {
+function setup(source: FakeSource, deleteMaxFraction: number | null = null) {
   const log: string[] = [];
   const snapshot = new FakeSnapshot(log);
   const sink = new FakeSink(log);
@@ -35,7 +35,7 @@ function setup(source: FakeSource) {
       fingerprintKey: () => keySource.get(),
     },
     source,
-    { overlapMs: 1000, metrics, deleteMaxFraction: null, account: 'test', keySource },
+    { overlapMs: 1000, metrics, deleteMaxFraction, account: 'test', keySource },
   );
   return { passes, snapshot, sink, log, metrics };
 }
@@ -72,6 +72,30 @@ describe('restore from the changelog', () => {
     await passes.fullScan(11, signal);
     const fresh = sink.events.slice(created);
     expect(fresh.map((e) => [e.type, e.subject, e.sequence])).toEqual([['review.status_changed', '3', 2]]);
+  });
+
+  it('a flushed Redis keeps what deletion detection needs: the deleted review comes back after its review.deleted', async () => {
+    const idless = { id: null, reason: 'schema' as const, detail: 'id:invalid_type', raw: { headline: 'x' } };
+    const listing = (ids: number[]) => [{ ...page(ids.map((id) => review(id))), rejects: [idless] }];
+    const source = new FakeSource(listing([5, 4, 3, 2, 1]));
+    const { passes, snapshot, sink } = setup(source, 0.5);
+    await passes.prepare(10, signal);
+    await passes.fullScan(10, signal);
+    source.pagesToServe = listing([5, 4, 2, 1]);
+    await passes.fullScan(10, signal);
+    expect(sink.deletions.map((e) => [e.subject, e.sequence])).toEqual([['3', 2]]);
+    const remembered = await snapshot.checkpoint();
+
+    snapshot.clear();
+    expect(await passes.prepare(11, signal)).toBe(true);
+    expect(snapshot.gone.get(3)).toBe(2);
+    const restored = await snapshot.checkpoint();
+    expect(restored.unreadable).toEqual(remembered.unreadable);
+    expect(restored.unreadableCandidates).toEqual(remembered.unreadableCandidates);
+    source.pagesToServe = listing([5, 4, 3, 2, 1]);
+    const before = sink.events.length;
+    await passes.fullScan(11, signal);
+    expect(sink.events.slice(before).map((e) => [e.type, e.subject, e.sequence])).toEqual([['review.created', '3', 3]]);
   });
 
   it('a commit that reached Kafka but not Redis is applied from the changelog, never published again', async () => {

@@ -18,6 +18,7 @@ describe('the changelog checkpoint and unreadable records', () => {
       txn: 7,
       epoch: 2,
       unreadable: ['00aa11bb22cc33dd', '00aa11bb22cc33dd', 'ffee'],
+      unreadableCandidates: { '00aa11bb22cc33dd': [4, 9], ffee: [] },
       deferredSweeps: 3,
       deferredReason: 'new_unreadable',
     };
@@ -31,12 +32,24 @@ describe('the changelog checkpoint and unreadable records', () => {
       'checkpoint',
       Buffer.from(JSON.stringify({ ...old, lastIncrementalAt: null })),
     );
-    expect(decoded).toMatchObject({ checkpoint: { unreadable: null, deferredSweeps: 0, deferredReason: null } });
+    expect(decoded).toMatchObject({
+      checkpoint: { unreadable: null, unreadableCandidates: null, deferredSweeps: 0, deferredReason: null },
+    });
+    // Written with digests but before their candidates: the candidates are unknown (every record is new once).
+    const digestsOnly = { ...old, lastIncrementalAt: null, unreadable: ['ab'], deferredSweeps: 0 };
+    expect(decodeChangelogRecord('checkpoint', Buffer.from(JSON.stringify(digestsOnly)))).toMatchObject({
+      checkpoint: { unreadable: ['ab'], unreadableCandidates: null },
+    });
   });
 
   it('refuses digests that are not short hex (never raw text)', () => {
     const bad = { ...JSON.parse(checkpointRecord(EMPTY_CHANGELOG_CHECKPOINT).value), unreadable: ['a@b.example'] };
     expect(() => decodeChangelogRecord('checkpoint', Buffer.from(JSON.stringify(bad)))).toThrow();
+    const keyed = {
+      ...JSON.parse(checkpointRecord(EMPTY_CHANGELOG_CHECKPOINT).value),
+      unreadableCandidates: { x: [1] },
+    };
+    expect(() => decodeChangelogRecord('checkpoint', Buffer.from(JSON.stringify(keyed)))).toThrow();
   });
 });
 

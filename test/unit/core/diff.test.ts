@@ -51,6 +51,14 @@ function validate(event: ReviewEvent): void {
 }
 
 describe('diffReview', () => {
+  it('a review without an entry that was reported deleted continues after its review.deleted', () => {
+    const { events, next } = run(null, review(), { deletedSequence: 4 });
+    expect(events.map((e) => [e.type, e.sequence])).toEqual([['review.created', 5]]);
+    expect(next?.sequence).toBe(5);
+    // Its event id differs from the first review.created's, which consumers already applied.
+    expect(events[0]!.id).not.toBe(run(null, review()).events[0]!.id);
+  });
+
   it('emits review.created with sequence 1 for an unknown review', () => {
     const { events, next } = run(null, review());
     expect(events.map((e) => e.type)).toEqual(['review.created']);

@@ -26,6 +26,7 @@ const ACCOUNT_KEYS = [
   'resync-request',
   'resync-active',
   'progress',
+  'gone',
   'dlq:<digest>',
   's:<bucket>',
 ] as const;

@@ -7,11 +7,14 @@ const parse = (query: string, maxId = 1000, r = rule) => parseListingQuery(new U
 
 describe('parseListingQuery', () => {
   it('defaults to the first page of 100 without a filter', () => {
-    expect(parse('')).toEqual({ ok: true, query: { startId: 1, limit: 100, minUpdated: null } });
+    expect(parse('')).toEqual({ ok: true, query: { startId: 1, limit: 100, minUpdated: null, fromCursor: false } });
   });
 
   it('accepts limits 1..100 and cursors 1..maxId', () => {
-    expect(parse('limit=1&next_page=1000')).toEqual({ ok: true, query: { startId: 1000, limit: 1, minUpdated: null } });
+    expect(parse('limit=1&next_page=1000')).toEqual({
+      ok: true,
+      query: { startId: 1000, limit: 1, minUpdated: null, fromCursor: true },
+    });
     expect(parse('limit=100')).toMatchObject({ ok: true, query: { limit: 100 } });
   });
 

@@ -110,6 +110,25 @@ describe('ReviewStore', () => {
     );
   });
 
+  it('lists everything newest first when so configured, and a removed review again once restored', () => {
+    const store = new ReviewStore(7, 250, manualClock().now, 'descending');
+    store.remove(249);
+    store.remove(3);
+    const ids: number[] = [];
+    let page = store.list({ startId: 1, limit: 100, minUpdated: null, fromCursor: false });
+    ids.push(...page.records.map((r) => r.id as number));
+    while (page.nextId !== null) {
+      page = store.list({ startId: page.nextId, limit: 100, minUpdated: null, fromCursor: true });
+      ids.push(...page.records.map((r) => r.id as number));
+    }
+    const expected = Array.from({ length: 250 }, (_, i) => 250 - i).filter((id) => id !== 249 && id !== 3);
+    expect(ids).toEqual(expected);
+    store.restore(249);
+    expect(store.get(249)?.id).toBe(249);
+    expect(store.list({ startId: 1, limit: 2, minUpdated: null }).records.map((r) => r.id)).toEqual([250, 249]);
+    expect(() => store.restore(249)).toThrow(StoreError);
+  });
+
   it('removes reviews from every listing and from lookups, keeping ids dense for the rest (property)', () => {
     fc.assert(
       fc.property(
