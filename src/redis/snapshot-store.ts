@@ -41,6 +41,7 @@ export class SnapshotStore {
   clearForRestore: SnapshotRestore['clearForRestore'] = () => this.restore.clearForRestore();
   restoreEntries: SnapshotRestore['restoreEntries'] = (...a) => this.restore.restoreEntries(...a);
   restoreFinish: SnapshotRestore['restoreFinish'] = (...a) => this.restore.restoreFinish(...a);
+  seal: SnapshotRestore['seal'] = (...a) => this.restore.seal(...a);
 
   // The checkpoint and the progress of long passes.
   checkpoint: CheckpointStore['checkpoint'] = (...a) => this.checkpoints.checkpoint(...a);

@@ -103,6 +103,7 @@ export class FakeSnapshot implements PassesSnapshot {
     for (const p of Object.keys(this.offsets)) delete this.offsets[Number(p)];
     this.cluster = null;
     this.hasCheckpoint = false;
+    this.sealed = false;
   }
 
   async changelogTxn(): Promise<number> {
@@ -111,7 +112,15 @@ export class FakeSnapshot implements PassesSnapshot {
 
   async changelogState() {
     const empty = !this.hasCheckpoint && this.entries.size === 0;
-    return { txn: this.txn, offsets: { ...this.offsets }, cluster: this.cluster, empty };
+    return { txn: this.txn, offsets: { ...this.offsets }, cluster: this.cluster, empty, sealed: this.sealed };
+  }
+
+  /** Sealed as Redis is after a restore or a seal (partial loss is not modelled here, only the flag; a flush clears it). */
+  sealed = true;
+
+  async seal(): Promise<void> {
+    this.log.push('seal');
+    this.sealed = true;
   }
 
   async clearForRestore(): Promise<void> {
@@ -138,6 +147,7 @@ export class FakeSnapshot implements PassesSnapshot {
     Object.assign(this.offsets, offsets);
     this.cluster = cluster;
     this.hasCheckpoint = true;
+    this.sealed = true;
     return epoch > floor;
   }
 

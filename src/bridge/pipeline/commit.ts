@@ -36,6 +36,8 @@ export class Committer {
   private position: ChangelogCheckpoint | null = null;
   /** The changelog transaction Redis is known to hold (null: not known yet this leadership). */
   redisTxn: number | null = null;
+  /** The leadership sealed the account (see Passes.prepare): reads and commits ask for its markers. */
+  sealed = false;
   /** A commit Kafka has and Redis not yet (its Redis write failed): written before anything else. */
   private pendingRedis: PendingRedis | null = null;
   /** The Redis write of pendingRedis under way: a read that catches up waits for it instead of writing it twice. */
@@ -54,6 +56,7 @@ export class Committer {
     this.pendingRedis = null;
     this.redisTxn = null;
     this.unresolved = null;
+    this.sealed = false;
   }
 
   /**
@@ -178,7 +181,7 @@ export class Committer {
     const t0 = performance.now();
     // Redis must hold exactly the transactions before this one: a failover that lost some is caught here.
     const expectTxn = this.redisTxn === null ? undefined : this.redisTxn;
-    await this.deps.snapshot.commit(epoch, entries, update, mark, expectTxn);
+    await this.deps.snapshot.commit(epoch, entries, update, mark, expectTxn, this.sealed);
     if (mark) this.redisTxn = mark.txn;
     this.deps.metrics.observeCommit((performance.now() - t0) / 1000);
   }

@@ -141,7 +141,7 @@ export class PipelineRun {
     if (overlay) committer.guard();
     else await committer.catchUp();
     const ids = page.reviews.map((r) => r.id);
-    const known = await deps.snapshot.read(ids, this.epoch, committer.redisTxn ?? undefined);
+    const known = await deps.snapshot.read(ids, this.epoch, committer.redisTxn ?? undefined, committer.sealed);
     const diffed = diffPage(page, {
       type: this.type,
       initialCreates: this.type === 'initial' || this.createdAsInitial,
