@@ -41,13 +41,15 @@ export class LeaderWork {
   async prepared(epoch: number, signal: AbortSignal): Promise<boolean> {
     if (this.preparedEpoch === epoch) return true;
     const full = this.restoreInFull;
-    if (!(await this.deps.passes.prepare(epoch, signal, full))) {
+    const ready = await this.deps.passes.prepare(epoch, signal, full);
+    // Restored in full either way: a new lease asked for after it needs only the tail.
+    this.restoreInFull = false;
+    if (!ready) {
       // Redis issued an epoch not above the changelog's (it lost its keys): take a newer one first.
       await this.deps.releaseLease();
       return false;
     }
     this.preparedEpoch = epoch;
-    if (full) this.restoreInFull = false;
     return true;
   }
 
