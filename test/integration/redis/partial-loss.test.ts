@@ -5,6 +5,7 @@ import { fingerprint, type SnapshotEntry } from '../../../src/core/snapshot-entr
 import { accountKeys, connectRedis, type BridgeRedis } from '../../../src/redis/connection.js';
 import { Lease } from '../../../src/redis/lease.js';
 import { SnapshotStore } from '../../../src/redis/snapshot-store.js';
+import { memoryPolicies } from '../../../src/redis/eviction.js';
 import { redisUrl, uniqueName } from '../../helpers/services.js';
 
 // Some of an account's keys lost and others not (eviction, a key deleted by hand): a sealed account's read and
@@ -126,5 +127,16 @@ describe('partial loss of an account’s keys', () => {
     const { store, epoch } = await sealedAccount();
     await store.restoreFinish(epoch, { ...EMPTY_CHANGELOG_CHECKPOINT, txn: 1, epoch: 0 }, {}, 'cluster');
     expect(await store.size()).toBe(4);
+  });
+});
+
+describe('the Redis memory policy', () => {
+  it('is read from INFO memory of the Redis the bridge runs on', async () => {
+    const redis = connectRedis(redisUrl());
+    open.push(redis);
+    const [policy, ...more] = await memoryPolicies(redis);
+    expect(more).toEqual([]);
+    expect(policy?.policy).toMatch(/^(noeviction|allkeys-|volatile-)/);
+    expect(policy?.maxmemory).toBeGreaterThanOrEqual(0);
   });
 });
