@@ -137,6 +137,7 @@ async function restore(size: number) {
         restoreFinish: (e, c, o, cl) => store.restoreFinish(e, c, o, cl),
         setKafkaCluster: (c) => store.setKafkaCluster(c),
         seal: (e) => store.seal(e),
+        sealIfComplete: (e) => store.sealIfComplete(e),
         readChangelog: (from, onRecords) => publisher.readChangelog(from, onRecords),
         clusterId: () => publisher.clusterId(),
       },

@@ -10,7 +10,8 @@ import type { SnapshotEntry } from '../core/snapshot-entry.js';
 //   Kafka after it (a leader that died between its Kafka commit and its Redis commit) is applied, never derived
 //   and published again.
 // An account with no changelog yet (new, or a snapshot written before changelogs existed) keeps its Redis as is.
-// Either way Redis ends sealed: its checkpoint and bucket manifest carry markers, and the manifest lists every
+// A snapshot of the previous format (no markers) is sealed as it stands when its entries are as many as its entry
+// count says, else restored in full. Either way Redis ends sealed: its checkpoint and bucket manifest carry markers, and the manifest lists every
 // bucket, so a key lost later (evicted, deleted by hand) is detected by the read or commit that meets it, before any
 // event is derived from it (src/redis/lua/commit.lua), and restored in full.
 
@@ -37,6 +38,8 @@ export interface RestorePorts {
   restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null]>, verify?: boolean): Promise<void>;
   /** Seals the snapshot Redis holds as it stands (fenced by `epoch`): no changelog can restore it. */
   seal(epoch: number): Promise<void>;
+  /** Seals an unsealed snapshot if its entries are as many as its count says; resolves whether it did. */
+  sealIfComplete(epoch: number): Promise<boolean>;
   /** Resolves false when the epoch is not above the changelog's epoch floor (a new lease is needed). */
   restoreFinish(
     epoch: number,
@@ -89,9 +92,11 @@ export async function restoreFromChangelog(
   const t0 = deps.clock();
   const [state, cluster] = await Promise.all([ports.changelogState(), ports.clusterId()]);
   const foreign = state.cluster !== null && state.cluster !== cluster;
-  // An unsealed snapshot (written by the previous version, or its checkpoint or manifest lost) is restored in full
-  // once: a lost bucket cannot be told from a new one there.
-  const kind: RestoreKind = force || state.txn === null || foreign || !state.sealed ? 'full' : 'tail';
+  // An unsealed snapshot with a checkpoint (written by the previous version, or its manifest lost) cannot tell a lost
+  // bucket from a new one: it is sealed as it stands if its entries are as many as its count says, else restored
+  // in full.
+  const sealed = state.sealed || (!force && !foreign && state.txn !== null && (await ports.sealIfComplete(epoch)));
+  const kind: RestoreKind = force || state.txn === null || foreign || !sealed ? 'full' : 'tail';
   const after = kind === 'full' ? 0 : (state.txn ?? 0);
   let cleared = kind === 'tail';
   let latest: ChangelogCheckpoint | null = null;
@@ -136,7 +141,7 @@ export async function restoreFromChangelog(
         'the changelog has nothing of this account: the snapshot is kept as it stands, lost keys included',
       );
     }
-    if (!state.sealed || force) await ports.seal(epoch);
+    if (!sealed || force) await ports.seal(epoch);
     return { kind, entries, txn: state.txn ?? 0, reacquire: false };
   }
   const ok = await ports.restoreFinish(epoch, restored, ends, cluster);

@@ -53,6 +53,18 @@ export class SnapshotRestore {
   }
 
   /**
+   * Seals a snapshot of the previous format if it is complete: the entries its buckets hold are as many as its entry
+   * count says (kept by every commit and removal since the last restore; a bucket or the count lost makes them
+   * differ). Resolves false, sealing nothing, when they differ: the caller restores in full.
+   */
+  async sealIfComplete(epoch: number): Promise<boolean> {
+    const [counted, stored] = await Promise.all([this.countEntries(), this.redis.get(this.keys.count)]);
+    if (stored === null || Number(stored) !== counted) return false;
+    await this.seal(epoch);
+    return true;
+  }
+
+  /**
    * Seals the snapshot Redis holds as it stands (a snapshot of the previous format, or one no changelog can
    * restore): every bucket found is marked and listed anew, then the checkpoint's marker is written (fenced).
    */

@@ -123,6 +123,14 @@ export class FakeSnapshot implements PassesSnapshot {
     this.sealed = true;
   }
 
+  /** Whether an unsealed snapshot's entries match its count (sealIfComplete). */
+  complete = true;
+
+  async sealIfComplete(): Promise<boolean> {
+    if (this.complete) await this.seal();
+    return this.complete;
+  }
+
   async clearForRestore(): Promise<void> {
     this.log.push('clear');
     this.clear();

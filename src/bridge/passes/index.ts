@@ -52,7 +52,13 @@ export interface PassesSnapshot
     ResyncProgressSink,
     Pick<
       RestorePorts,
-      'changelogState' | 'clearForRestore' | 'restoreEntries' | 'restoreFinish' | 'setKafkaCluster' | 'seal'
+      | 'changelogState'
+      | 'clearForRestore'
+      | 'restoreEntries'
+      | 'restoreFinish'
+      | 'setKafkaCluster'
+      | 'seal'
+      | 'sealIfComplete'
     > {
   takeSweepRequest(): Promise<boolean>;
   takeRestoreRequest(): Promise<boolean>;
@@ -123,6 +129,7 @@ export class Passes implements PassRunner {
       restoreFinish: (e, ckpt, offsets, cluster) => this.snapshot.restoreFinish(e, ckpt, offsets, cluster),
       setKafkaCluster: (cluster) => this.snapshot.setKafkaCluster(cluster),
       seal: (e) => this.snapshot.seal(e),
+      sealIfComplete: (e) => this.snapshot.sealIfComplete(e),
       readChangelog: (from, onRecords, s) => this.sink.readChangelog(from, onRecords, s),
       clusterId: () => this.sink.clusterId(),
     };

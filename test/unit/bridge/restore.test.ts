@@ -146,18 +146,25 @@ describe('restore from the changelog', () => {
     expect(snapshot.sealed).toBe(true);
   });
 
-  it('restores a snapshot of the previous format (unsealed) in full once, then only tails', async () => {
+  it('seals a snapshot of the previous format whose entries match its count, and restores one that does not in full', async () => {
     const { passes, snapshot, log, sink } = setup(new FakeSource([page([review(1), review(2)])]));
     await passes.prepare(10, signal);
     await passes.fullScan(10, signal);
     snapshot.sealed = false;
     log.length = 0;
     expect(await passes.prepare(11, signal)).toBe(true);
+    expect(log).toEqual(['seal']);
+    expect(snapshot.sealed).toBe(true);
+
+    snapshot.sealed = false;
+    snapshot.complete = false;
+    log.length = 0;
+    expect(await passes.prepare(12, signal)).toBe(true);
     expect(log).toContain('clear');
     expect(snapshot.sealed).toBe(true);
     expect([...snapshot.entries.keys()].sort()).toEqual([1, 2]);
     log.length = 0;
-    expect(await passes.prepare(12, signal)).toBe(true);
+    expect(await passes.prepare(13, signal)).toBe(true);
     expect(log).not.toContain('clear');
     expect(sink.events.filter((e) => e.type === 'review.created')).toHaveLength(2);
   });
