@@ -133,9 +133,11 @@ async function restore(size: number) {
       {
         changelogState: () => store.changelogState(),
         clearForRestore: () => store.clearForRestore(),
-        restoreEntries: (e) => store.restoreEntries(e),
+        restoreEntries: (e, verify) => store.restoreEntries(e, verify),
         restoreFinish: (e, c, o, cl) => store.restoreFinish(e, c, o, cl),
         setKafkaCluster: (c) => store.setKafkaCluster(c),
+        seal: (e) => store.seal(e),
+        sealIfComplete: (e) => store.sealIfComplete(e),
         readChangelog: (from, onRecords) => publisher.readChangelog(from, onRecords),
         clusterId: () => publisher.clusterId(),
       },

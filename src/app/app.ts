@@ -13,6 +13,7 @@ import { startOpsServer, type OpsServer } from '../ops/http-server.js';
 import { accountKeys, connectRedisFromConfig, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
+import { warnAboutEviction } from '../redis/eviction.js';
 import { startAdminServer, type AdminServer } from '../admin/server.js';
 import { startTracing } from './tracing.js';
 import { processLiveness, processReadiness } from './health.js';
@@ -74,6 +75,7 @@ export async function startApp(
   const clock = options.clock ?? systemClock;
   const redis = connectRedisFromConfig(first.redis);
   const durability = await watchDurability(redis, first.redis, logger, clock);
+  await warnAboutEviction(redis, logger);
   const parts = buildParts(list, redis, logger, options);
   const { accounts, allotment, kafka, tracing } = parts;
 

@@ -4,6 +4,7 @@ import type { BridgeMetrics } from '../ops/metrics.js';
 import { LeaseKeeper, type LeasePort } from './lease-keeper.js';
 import type { PassRunner } from './passes/index.js';
 import { pausedWaitMs, standbyWaitMs, type ScheduleTiming } from '../core/schedule.js';
+import { SnapshotLostError } from '../core/errors.js';
 import { FailureLog } from './loop/failures.js';
 import { LeaderChores } from './loop/chores.js';
 import { LeaderWork } from './loop/leader-work.js';
@@ -162,7 +163,7 @@ export class BridgeLoop {
     if (next.kind === 'restore') {
       // Redis lost the account's keys, or a Kafka commit may have landed unseen: take the account anew (renew the
       // lease, or a new one) and bring Redis up to the changelog before any pass derives events again.
-      this.work.unprepare();
+      this.work.unprepare(err instanceof SnapshotLostError && err.full);
       await this.keeper.renewNow().catch(() => undefined);
     }
     await this.pause(next.ms);

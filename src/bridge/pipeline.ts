@@ -59,6 +59,11 @@ export class PagePipeline implements RunHost {
     this.committer.reset();
   }
 
+  /** The leadership sealed the account (Passes.prepare): from now on its reads and commits ask for the markers. */
+  sealed(): void {
+    this.committer.sealed = true;
+  }
+
   /**
    * Starts a run (one pass) under a lease epoch. `createdAsInitial`: the initial load is still running, so the
    * reviews this run finds first are created as the load creates them (marked initial, or suppressed).

@@ -10,6 +10,10 @@ import type { SnapshotEntry } from '../core/snapshot-entry.js';
 //   Kafka after it (a leader that died between its Kafka commit and its Redis commit) is applied, never derived
 //   and published again.
 // An account with no changelog yet (new, or a snapshot written before changelogs existed) keeps its Redis as is.
+// A snapshot of the previous format (no markers) is sealed as it stands when its entries are as many as its entry
+// count says, else restored in full. Either way Redis ends sealed: its checkpoint and bucket manifest carry markers, and the manifest lists every
+// bucket, so a key lost later (evicted, deleted by hand) is detected by the read or commit that meets it, before any
+// event is derived from it (src/redis/lua/commit.lua), and restored in full.
 
 /** A changelog record of the account as the reader hands it over. */
 export interface RestoreRecord {
@@ -26,12 +30,22 @@ export interface RestorePorts {
     offsets: Record<number, number>;
     cluster: string | null;
     empty: boolean;
+    /** The checkpoint and the bucket manifest carry their markers (else: the previous format, or keys lost). */
+    sealed: boolean;
   }>;
   clearForRestore(): Promise<void>;
-  /** Entries to write; null: none (a deletion marker, with the sequence of its review.deleted). */
+  /**
+   * Entries to write; null: none (a deletion marker, with the sequence of its review.deleted). `verify`: a tail onto
+   * the snapshot Redis holds; a bucket it lost fails the write (SnapshotLostError).
+   */
   restoreEntries(
     entries: ReadonlyArray<readonly [id: number, entry: SnapshotEntry | null, deletedSequence?: number]>,
+    verify?: boolean,
   ): Promise<void>;
+  /** Seals the snapshot Redis holds as it stands (fenced by `epoch`): no changelog can restore it. */
+  seal(epoch: number): Promise<void>;
+  /** Seals an unsealed snapshot if its entries are as many as its count says; resolves whether it did. */
+  sealIfComplete(epoch: number): Promise<boolean>;
   /** Resolves false when the epoch is not above the changelog's epoch floor (a new lease is needed). */
   restoreFinish(
     epoch: number,
@@ -84,7 +98,11 @@ export async function restoreFromChangelog(
   const t0 = deps.clock();
   const [state, cluster] = await Promise.all([ports.changelogState(), ports.clusterId()]);
   const foreign = state.cluster !== null && state.cluster !== cluster;
-  const kind: RestoreKind = force || state.txn === null || foreign ? 'full' : 'tail';
+  // An unsealed snapshot with a checkpoint (written by the previous version, or its manifest lost) cannot tell a lost
+  // bucket from a new one: it is sealed as it stands if its entries are as many as its count says, else restored
+  // in full.
+  const sealed = state.sealed || (!force && !foreign && state.txn !== null && (await ports.sealIfComplete(epoch)));
+  const kind: RestoreKind = force || state.txn === null || foreign || !sealed ? 'full' : 'tail';
   const after = kind === 'full' ? 0 : (state.txn ?? 0);
   let cleared = kind === 'tail';
   let latest: ChangelogCheckpoint | null = null;
@@ -109,7 +127,7 @@ export async function restoreFromChangelog(
       }
     }
     entries += batch.length;
-    await ports.restoreEntries(batch);
+    await ports.restoreEntries(batch, kind === 'tail');
     if (batch.length > 0 && deps.progress && deps.clock() - reportedAt >= 1_000) {
       reportedAt = deps.clock();
       await deps.progress(entries, t0, false);
@@ -123,6 +141,14 @@ export async function restoreFromChangelog(
     if (kind === 'full' && !state.empty && state.txn === null) {
       deps.logger.info('the changelog has nothing of this account yet; Redis is kept as it is');
     }
+    if (force && state.sealed && !state.empty) {
+      // Keys were lost and nothing can bring them back: the snapshot is sealed as it stands, or no pass would run.
+      deps.logger.error(
+        { redisTxn: state.txn },
+        'the changelog has nothing of this account: the snapshot is kept as it stands, lost keys included',
+      );
+    }
+    if (!sealed || force) await ports.seal(epoch);
     return { kind, entries, txn: state.txn ?? 0, reacquire: false };
   }
   const ok = await ports.restoreFinish(epoch, restored, ends, cluster);

@@ -91,7 +91,14 @@ export class FencedError extends BridgeError {
  * persistence, a failover to an empty replica): the leader stops and restores the snapshot from Kafka.
  */
 export class SnapshotLostError extends BridgeError {
-  constructor(message: string) {
+  /**
+   * @param full Some of the account's keys vanished and others stayed (eviction, a key deleted by hand): only a
+   *   restore from the changelog's beginning brings them back, a tail since Redis's checkpoint would not.
+   */
+  constructor(
+    message: string,
+    readonly full = false,
+  ) {
     super('snapshot_lost', message);
     this.name = 'SnapshotLostError';
   }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Checkpoint, CheckpointUpdate } from '../core/checkpoint.js';
 import { SnapshotLostError } from '../core/errors.js';
 import { durably, type AccountKeys, type BridgeRedis } from './connection.js';
-import { num, safeJson } from './store-common.js';
+import { MARKER, num, safeJson } from './store-common.js';
 
 // The checkpoint of one account (how far its passes got, and which changelog transaction Redis reflects) and the
 // progress of its running pass. The checkpoint is written together with entries by the snapshot's commit script
@@ -28,6 +28,8 @@ export interface ChangelogState {
   offsets: Record<number, number>;
   cluster: string | null;
   empty: boolean;
+  /** The checkpoint and the bucket manifest carry their markers (a snapshot of the previous format does not). */
+  sealed: boolean;
 }
 
 /** Reads the checkpoint of one account and keeps the progress of its long passes. */
@@ -42,12 +44,17 @@ export class CheckpointStore {
    * (after a commit whose acknowledgement timed out, this read waits for it again or fails).
    */
   async checkpoint(live = false): Promise<Checkpoint> {
-    const [h, epoch] = (await durably(this.redis, (p) => {
+    const [h, epoch, listed] = (await durably(this.redis, (p) => {
       p.hgetall(this.keys.checkpoint);
-      if (live) p.exists(this.keys.epoch);
-    })) as [Record<string, string>, number?];
-    // A leader's read: an emptied Redis must not read as an account that never ran (a second initial load).
+      if (live) p.exists(this.keys.epoch).hexists(this.keys.manifest, 'v');
+    })) as [Record<string, string>, number?, number?];
+    // A leader's read: an emptied Redis must not read as an account that never ran (a second initial load), nor
+    // a checkpoint gone alone (evicted, deleted by hand) beside a sealed snapshot.
     if (live && epoch === 0) throw new SnapshotLostError('LOST: the account keys are gone');
+    if (live && (h[MARKER] !== undefined) !== (listed === 1)) {
+      const gone = listed === 1 ? 'the checkpoint' : 'the bucket manifest';
+      throw new SnapshotLostError(`LOST-PART: ${gone} of the account vanished from Redis`, true);
+    }
     const sweepKind = h.sweep_kind === 'initial' || h.sweep_kind === 'sweep' ? h.sweep_kind : null;
     return {
       watermark: num(h.watermark),
@@ -76,16 +83,20 @@ export class CheckpointStore {
 
   /**
    * What a restore compares: Redis's changelog transaction (null when Redis holds no checkpoint at all), the
-   * changelog offsets its last commits got, the Kafka cluster it was restored from or written to, the epoch counter.
+   * changelog offsets its last commits got, the Kafka cluster it was restored from or written to, the epoch counter,
+   * and whether the account is sealed (its lost buckets can be told from new ones).
    */
   async changelogState(): Promise<ChangelogState> {
-    const [h] = (await durably(this.redis, (p) => p.hgetall(this.keys.checkpoint))) as [Record<string, string>];
+    const [h, listed] = (await durably(this.redis, (p) => {
+      p.hgetall(this.keys.checkpoint).hexists(this.keys.manifest, 'v');
+    })) as [Record<string, string>, number];
     const offsets: Record<number, number> = {};
     for (const [field, value] of Object.entries(h)) {
       if (field.startsWith('clo:')) offsets[Number(field.slice(4))] = Number(value);
     }
     const empty = Object.keys(h).length === 0;
-    return { txn: num(h.txn), offsets, cluster: h.kafka_cluster ?? null, empty };
+    const sealed = h[MARKER] !== undefined && listed === 1;
+    return { txn: num(h.txn), offsets, cluster: h.kafka_cluster ?? null, empty, sealed };
   }
 
   /** Records the Kafka cluster the changelog is written to (a Redis later pointed at another cluster is restored). */

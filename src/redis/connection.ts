@@ -15,6 +15,8 @@ const lua = (name: string): string => readFileSync(new URL(`./lua/${name}.lua`, 
 export interface BridgeScripts {
   bridgeCommit(...args: (string | Buffer | number)[]): Promise<number>;
   bridgeRemove(...args: (string | Buffer | number)[]): Promise<number>;
+  bridgeRestorePut(...args: (string | Buffer | number)[]): Promise<number>;
+  bridgeSealBuckets(...args: (string | number)[]): Promise<number>;
   bridgeEpochFloor(epochKey: string, floor: string): Promise<number>;
   bridgeResyncTake(pending: string, active: string): Promise<string | null>;
   bridgeResyncDone(active: string, request: string): Promise<number>;
@@ -119,6 +121,8 @@ export function connectRedis(
   client.on('error', () => undefined);
   client.defineCommand('bridgeCommit', { lua: lua('commit') });
   client.defineCommand('bridgeRemove', { lua: lua('remove') });
+  client.defineCommand('bridgeRestorePut', { lua: lua('restore-put') });
+  client.defineCommand('bridgeSealBuckets', { lua: lua('seal-buckets') });
   client.defineCommand('bridgeEpochFloor', { numberOfKeys: 1, lua: lua('epoch-floor') });
   client.defineCommand('bridgeResyncTake', { numberOfKeys: 2, lua: lua('resync-take') });
   client.defineCommand('bridgeResyncDone', { numberOfKeys: 1, lua: lua('resync-done') });
@@ -170,6 +174,8 @@ export function accountKeys(prefix: string, account: string) {
     lease: `${base}:lease`,
     checkpoint: `${base}:checkpoint`,
     count: `${base}:count`,
+    /** Every snapshot bucket that exists (field = bucket number), and 'v': a lost bucket is told from a new one. */
+    manifest: `${base}:manifest`,
     sweepRequest: `${base}:sweep-request`,
     /** An operator's request for a full restore of the snapshot from the Kafka changelog. */
     restoreRequest: `${base}:restore-request`,

@@ -3,7 +3,7 @@ import { FencedError, SnapshotLostError } from '../core/errors.js';
 import { decodeEntry, encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
 import { checkpointPairs } from './checkpoint-store.js';
 import { durably, scanKeys, type AccountKeys, type BridgeRedis } from './connection.js';
-import { BUCKET_BITS, bucketOf, fieldOf, scriptError } from './store-common.js';
+import { BUCKET_BITS, bucketOf, bucketOfKey, fieldOf, MARKER, scriptError } from './store-common.js';
 
 // The snapshot proper: the bridge's memory of every review. Entries live in hash buckets of 128 reviews (field = id
 // within the bucket) because small hashes are stored as compact listpacks: this is what keeps the snapshot at
@@ -27,11 +27,18 @@ export class SnapshotEntries {
 
   /**
    * The entries of the given reviews, in one pipelined round trip. With `epoch`, the same round trip checks that
-   * the account's keys are still those of that leadership: entries read from a Redis that lost them (and maybe
-   * got a new lease since) would diff every review as new, so the read fails instead (SnapshotLostError, or
-   * FencedError when another epoch holds the account).
+   * the account's keys are still those of that leadership and complete: entries read from a Redis that lost them
+   * (and maybe got a new lease since) would diff every review as new, so the read fails instead (SnapshotLostError,
+   * or FencedError when another epoch holds the account). Complete means the epoch, the checkpoint (holding at
+   * least `minTxn` changelog transactions) and the bucket manifest are there, and every bucket of the page that the
+   * manifest lists still exists; `sealed`: the leader sealed the account (see seal()), so both markers must exist.
    */
-  async read(ids: readonly number[], epoch?: number, minTxn?: number): Promise<Map<number, SnapshotEntry>> {
+  async read(
+    ids: readonly number[],
+    epoch?: number,
+    minTxn?: number,
+    sealed = false,
+  ): Promise<Map<number, SnapshotEntry>> {
     const byBucket = new Map<number, number[]>();
     for (const id of ids) {
       const bucket = bucketOf(id);
@@ -39,29 +46,42 @@ export class SnapshotEntries {
       if (!list) byBucket.set(bucket, (list = []));
       list.push(id);
     }
+    const verify = epoch !== undefined;
     const pipeline = this.redis.pipeline();
     const order = [...byBucket.entries()];
+    const manifestFields: string[] = verify ? ['v'] : [];
     for (const [bucket, list] of order) {
-      pipeline.hmgetBuffer(this.keys.bucket(bucket), ...list.map(fieldOf));
+      const fields = list.map(fieldOf);
+      // The marker tells an existing bucket from a vanished one (an absent key reads as absent fields).
+      if (verify) {
+        fields.push(MARKER);
+        manifestFields.push(String(bucket));
+      }
+      pipeline.hmgetBuffer(this.keys.bucket(bucket), ...fields);
     }
-    if (epoch !== undefined) pipeline.get(this.keys.epoch);
-    if (minTxn !== undefined) pipeline.hget(this.keys.checkpoint, 'txn');
+    if (verify) {
+      pipeline.hmget(this.keys.manifest, ...manifestFields);
+      pipeline.get(this.keys.epoch);
+      pipeline.hmget(this.keys.checkpoint, 'txn', MARKER);
+    }
     const results: PipelineResults = (await pipeline.exec()) ?? [];
-    checkFreshness(results.slice(order.length), epoch, minTxn);
+    const buckets = order.map((_, i) => resultOf(results, i) as (Buffer | null)[]);
+    if (verify) checkComplete(results.slice(order.length), buckets, epoch, minTxn, sealed);
     const entries = new Map<number, SnapshotEntry>();
     order.forEach(([, list], i) => {
-      const [err, values] = results[i] ?? [new Error('missing pipeline result'), null];
-      if (err) throw err;
-      (values as (Buffer | null)[]).forEach((value, j) => {
+      const values = buckets[i]!;
+      for (let j = 0; j < list.length; j++) {
+        const value = values[j];
         if (value) entries.set(list[j]!, decodeEntry(value));
-      });
+      }
     });
     return entries;
   }
 
   /**
    * Writes entries and checkpoint atomically, with the changelog transaction they come from; throws FencedError
-   * if `epoch` is no longer current and SnapshotLostError if the account's keys are gone.
+   * if `epoch` is no longer current and SnapshotLostError if the account's keys are gone, in whole or in part
+   * (`sealed`: the account must be sealed, see read).
    */
   async commit(
     epoch: number,
@@ -69,10 +89,12 @@ export class SnapshotEntries {
     update: CheckpointUpdate,
     mark?: CommitMark,
     expectTxn?: number,
+    sealed = false,
   ): Promise<void> {
     const { bucketKeys, triples } = this.entryArgs(entries);
     const pairs = checkpointPairs(update);
     if (expectTxn !== undefined) pairs.push('expect_txn', String(expectTxn));
+    if (sealed) pairs.push('sealed', '1');
     if (mark) {
       pairs.push('txn', String(mark.txn));
       // One field per partition: a commit that touched some partitions keeps the others' offsets.
@@ -116,8 +138,9 @@ export class SnapshotEntries {
         seenBuckets.add(key);
         const [err, value] = results[i] ?? [new Error('missing pipeline result'), null];
         if (err) throw err;
-        const bucket = Number(key.slice(key.lastIndexOf(':') + 1));
+        const bucket = bucketOfKey(key);
         for (const [field, entry] of Object.entries(value as Record<string, Buffer>)) {
+          if (field === MARKER) continue;
           batch.push([bucket * 2 ** BUCKET_BITS + Number(field), decodeEntry(entry)]);
         }
       });
@@ -172,7 +195,7 @@ export async function runCommit(
   bucketKeys: string[],
   triples: (string | Buffer)[],
 ): Promise<void> {
-  const all = [keys.epoch, keys.checkpoint, keys.count, ...bucketKeys];
+  const all = [keys.epoch, keys.checkpoint, keys.count, keys.manifest, ...bucketKeys];
   try {
     await durably(redis, (p) =>
       p.bridgeCommit(all.length, ...all, String(epoch), String(pairs.length / 2), ...pairs, ...triples),
@@ -182,24 +205,46 @@ export async function runCommit(
   }
 }
 
+// A pipeline command's reply, or its error thrown.
+function resultOf(results: PipelineResults, i: number): unknown {
+  const [err, value] = results[i] ?? [new Error('missing pipeline result'), null];
+  if (err) throw err;
+  return value;
+}
+
 /**
- * The leadership checks a read carries after its entries: the epoch (when asked) and the changelog transaction
- * Redis holds (when asked), in that order.
+ * The leadership and completeness checks a read carries after its buckets (manifest, epoch, checkpoint), in this
+ * order: another leader (fenced), every key gone, the checkpoint or the manifest gone, commits a failover lost, a
+ * bucket of the page gone.
  */
-function checkFreshness(results: PipelineResults, epoch?: number, minTxn?: number): void {
-  if (epoch !== undefined) {
-    const [err, current] = results[0] ?? [new Error('missing pipeline result'), null];
-    if (err) throw err;
-    if (current === null) throw new SnapshotLostError('LOST: the account keys are gone');
-    if (current !== String(epoch)) throw new FencedError(`FENCED: epoch ${epoch} superseded by ${String(current)}`);
+function checkComplete(
+  results: PipelineResults,
+  buckets: ReadonlyArray<(Buffer | null)[]>,
+  epoch: number | undefined,
+  minTxn: number | undefined,
+  sealed: boolean,
+): void {
+  const manifest = resultOf(results, 0) as (string | null)[];
+  const current = resultOf(results, 1) as string | null;
+  const [txn, mark] = resultOf(results, 2) as (string | null)[];
+  if (current === null) throw new SnapshotLostError('LOST: the account keys are gone');
+  if (current !== String(epoch)) throw new FencedError(`FENCED: epoch ${epoch} superseded by ${String(current)}`);
+  const listed = manifest[0] !== null;
+  if ((mark !== null) !== listed || (sealed && !listed)) {
+    const gone = listed ? 'the checkpoint' : 'the bucket manifest';
+    throw new SnapshotLostError(`LOST-PART: ${gone} of the account vanished from Redis`, true);
   }
-  if (minTxn !== undefined) {
-    const [err, txn] = results[epoch !== undefined ? 1 : 0] ?? [new Error('missing result'), null];
-    if (err) throw err;
-    // Fewer transactions than this process already wrote: a failover lost commits; diffing now would publish
-    // their changes again. The leader restores the missing ones from Kafka first.
-    const held = (txn as string | null) ?? 0;
-    if (Number(held) < minTxn)
-      throw new SnapshotLostError(`LOST: Redis holds changelog transaction ${held}, at least ${minTxn} expected`);
+  // Fewer transactions than this process already wrote: a failover lost commits; diffing now would publish their
+  // changes again. The leader restores the missing ones from Kafka first.
+  const held = txn ?? '0';
+  if (minTxn !== undefined && Number(held) < minTxn) {
+    throw new SnapshotLostError(`LOST: Redis holds changelog transaction ${held}, at least ${minTxn} expected`);
   }
+  if (!listed) return;
+  buckets.forEach((values, i) => {
+    // The marker is the last field asked for.
+    if (manifest[i + 1] !== null && values[values.length - 1] === null) {
+      throw new SnapshotLostError('LOST-PART: a snapshot bucket of the account vanished from Redis', true);
+    }
+  });
 }

@@ -3,13 +3,15 @@ import { encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
 import { checkpointPairs } from './checkpoint-store.js';
 import { scanKeys, type AccountKeys, type BridgeRedis } from './connection.js';
 import { runCommit } from './snapshot-entries.js';
-import { bucketOf, fieldOf } from './store-common.js';
+import { bucketOf, fieldOf, MARKER, scriptError } from './store-common.js';
 
 /** A restored review: its entry, or null with the sequence of its review.deleted (a deletion marker). */
 export type RestoredEntry = readonly [id: number, entry: SnapshotEntry | null, deletedSequence?: number];
 
 // A restore of one account's snapshot from the Kafka changelog: clear it, write the restored entries (unfenced,
-// in bounded pipelines), then finish fenced with the changelog's checkpoint and the epoch floor.
+// in bounded batches), then finish fenced with the changelog's checkpoint and the epoch floor. The finish seals the
+// account: its bucket manifest lists every bucket written, so a bucket lost later is told from one never written
+// (see src/redis/lua/commit.lua). A snapshot no changelog can restore is sealed as it stands (seal()).
 
 /** Writes a restored snapshot of one account. */
 export class SnapshotRestore {
@@ -18,30 +20,69 @@ export class SnapshotRestore {
     private readonly keys: AccountKeys,
   ) {}
 
-  /** Removes the account's snapshot (entries, count, checkpoint) before a full restore; leases and requests stay. */
+  /**
+   * Removes the account's snapshot (entries, count, checkpoint, manifest) before a full restore; leases and
+   * requests stay.
+   */
   async clearForRestore(): Promise<void> {
-    const keys: string[] = [this.keys.checkpoint, this.keys.count, this.keys.gone];
+    const keys: string[] = [this.keys.checkpoint, this.keys.count, this.keys.gone, this.keys.manifest];
     for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) keys.push(...found);
     for (let i = 0; i < keys.length; i += 500) await this.redis.unlink(...keys.slice(i, i + 500));
   }
 
   /**
-   * Writes restored entries (deleted: null, with the sequence of its review.deleted when known) in pipelined round
-   * trips; not fenced (restoreFinish is).
+   * Writes restored entries (deleted: null, with the sequence of its review.deleted when known), a script call per
+   * batch; not fenced (restoreFinish is). `verify`: the entries go onto the snapshot Redis holds (a tail), so a
+   * bucket the manifest lists and Redis lost fails the write (SnapshotLostError) instead of being recreated in part.
    */
-  async restoreEntries(entries: ReadonlyArray<RestoredEntry>): Promise<void> {
-    // Pipelines of a bounded size: a whole fetch at once would queue ~1 KiB of command objects per entry.
+  async restoreEntries(entries: ReadonlyArray<RestoredEntry>, verify = false): Promise<void> {
+    // Batches of a bounded size: a whole fetch at once would queue ~1 KiB of arguments per entry.
     for (let i = 0; i < entries.length; i += 2_000) {
-      const pipeline = this.redis.pipeline();
+      const bucketKeys: string[] = [this.keys.manifest];
+      const index = new Map<number, number>();
+      const args: (string | Buffer)[] = [verify ? '1' : '0'];
+      const gone: string[] = [];
       for (const [id, entry, deletedSequence] of entries.slice(i, i + 2_000)) {
-        const key = this.keys.bucket(bucketOf(id));
-        if (entry) pipeline.hset(key, fieldOf(id), encodeEntry(entry));
-        else pipeline.hdel(key, fieldOf(id));
-        if (!entry && deletedSequence !== undefined) pipeline.hset(this.keys.gone, String(id), String(deletedSequence));
+        const bucket = bucketOf(id);
+        let k = index.get(bucket);
+        if (k === undefined) index.set(bucket, (k = bucketKeys.push(this.keys.bucket(bucket)) - 1));
+        args.push(String(k), fieldOf(id), entry ? encodeEntry(entry) : '');
+        if (!entry && deletedSequence !== undefined) gone.push(String(id), String(deletedSequence));
       }
-      const results = (await pipeline.exec()) ?? [];
-      for (const [err] of results) if (err) throw err;
+      try {
+        await this.redis.bridgeRestorePut(bucketKeys.length, ...bucketKeys, ...args);
+      } catch (err) {
+        throw scriptError(err);
+      }
+      if (gone.length > 0) await this.redis.hset(this.keys.gone, ...gone);
     }
+  }
+
+  /**
+   * Seals a snapshot of the previous format if it is complete: the entries its buckets hold are as many as its entry
+   * count says (kept by every commit and removal since the last restore; a bucket or the count lost makes them
+   * differ). Resolves false, sealing nothing, when they differ: the caller restores in full.
+   */
+  async sealIfComplete(epoch: number): Promise<boolean> {
+    const [counted, stored] = await Promise.all([this.countEntries(), this.redis.get(this.keys.count)]);
+    if (stored === null || Number(stored) !== counted) return false;
+    await this.seal(epoch);
+    return true;
+  }
+
+  /**
+   * Seals the snapshot Redis holds as it stands (a snapshot of the previous format, or one no changelog can
+   * restore): every bucket found is marked and listed anew, then the checkpoint's marker is written (fenced).
+   */
+  async seal(epoch: number): Promise<void> {
+    await this.redis.unlink(this.keys.manifest);
+    for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) {
+      for (let i = 0; i < found.length; i += 500) {
+        const keys = [this.keys.manifest, ...found.slice(i, i + 500)];
+        await this.redis.bridgeSealBuckets(keys.length, ...keys);
+      }
+    }
+    await runCommit(this.redis, this.keys, epoch, [MARKER, '1'], [], []);
   }
 
   /**
@@ -67,7 +108,7 @@ export class SnapshotRestore {
       deferredSweeps: ckpt.deferredSweeps,
       deferredReason: ckpt.deferredReason,
     });
-    pairs.push('txn', String(ckpt.txn), 'kafka_cluster', cluster);
+    pairs.push('txn', String(ckpt.txn), 'kafka_cluster', cluster, MARKER, '1');
     for (const [partition, offset] of Object.entries(offsets)) pairs.push(`clo:${partition}`, String(offset));
     await runCommit(this.redis, this.keys, epoch, pairs, [], []);
     if (epoch > ckpt.epoch) return true;
@@ -79,11 +120,12 @@ export class SnapshotRestore {
     let count = 0;
     for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) {
       const pipeline = this.redis.pipeline();
-      for (const key of found) pipeline.hlen(key);
-      for (const [err, n] of (await pipeline.exec()) ?? []) {
+      // A bucket's fields are its entries and its marker.
+      for (const key of found) pipeline.hlen(key).hexists(key, MARKER);
+      ((await pipeline.exec()) ?? []).forEach(([err, n], i) => {
         if (err) throw err;
-        count += Number(n);
-      }
+        count += i % 2 === 0 ? Number(n) : -Number(n);
+      });
     }
     return count;
   }

@@ -42,6 +42,8 @@ export class SnapshotStore {
   clearForRestore: SnapshotRestore['clearForRestore'] = () => this.restore.clearForRestore();
   restoreEntries: SnapshotRestore['restoreEntries'] = (...a) => this.restore.restoreEntries(...a);
   restoreFinish: SnapshotRestore['restoreFinish'] = (...a) => this.restore.restoreFinish(...a);
+  seal: SnapshotRestore['seal'] = (...a) => this.restore.seal(...a);
+  sealIfComplete: SnapshotRestore['sealIfComplete'] = (...a) => this.restore.sealIfComplete(...a);
 
   // The checkpoint and the progress of long passes.
   checkpoint: CheckpointStore['checkpoint'] = (...a) => this.checkpoints.checkpoint(...a);

@@ -111,6 +111,7 @@ export class FakeSnapshot implements PassesSnapshot {
     for (const p of Object.keys(this.offsets)) delete this.offsets[Number(p)];
     this.cluster = null;
     this.hasCheckpoint = false;
+    this.sealed = false;
   }
 
   async changelogTxn(): Promise<number> {
@@ -119,7 +120,23 @@ export class FakeSnapshot implements PassesSnapshot {
 
   async changelogState() {
     const empty = !this.hasCheckpoint && this.entries.size === 0;
-    return { txn: this.txn, offsets: { ...this.offsets }, cluster: this.cluster, empty };
+    return { txn: this.txn, offsets: { ...this.offsets }, cluster: this.cluster, empty, sealed: this.sealed };
+  }
+
+  /** Sealed as Redis is after a restore or a seal (partial loss is not modelled here, only the flag; a flush clears it). */
+  sealed = true;
+
+  async seal(): Promise<void> {
+    this.log.push('seal');
+    this.sealed = true;
+  }
+
+  /** Whether an unsealed snapshot's entries match its count (sealIfComplete). */
+  complete = true;
+
+  async sealIfComplete(): Promise<boolean> {
+    if (this.complete) await this.seal();
+    return this.complete;
   }
 
   async clearForRestore(): Promise<void> {
@@ -147,6 +164,7 @@ export class FakeSnapshot implements PassesSnapshot {
     Object.assign(this.offsets, offsets);
     this.cluster = cluster;
     this.hasCheckpoint = true;
+    this.sealed = true;
     return epoch > floor;
   }
 

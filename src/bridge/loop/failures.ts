@@ -28,7 +28,12 @@ export class FailureLog {
     this.failures = failed(this.failures, kind);
     this.lastError = errorKind(err);
     if (kind === 'snapshot_lost') {
-      logger.warn({ where }, 'the account keys vanished from Redis; restoring from the Kafka changelog');
+      // Which keys (every key, some buckets, the checkpoint, the manifest) is in the message; no personal data.
+      const message = err instanceof Error ? err.message : String(err);
+      logger.warn(
+        { where, reason: message },
+        'the account keys vanished from Redis; restoring from the Kafka changelog',
+      );
       return;
     }
     if (kind === 'commit_unknown') {

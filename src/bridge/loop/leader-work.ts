@@ -29,6 +29,8 @@ export class LeaderWork {
   private resync: ResyncRequest | null = null;
   /** The epoch whose leadership was readied (transactional id taken, Redis restored from Kafka where needed). */
   private preparedEpoch = 0;
+  /** The next readying restores Redis from the changelog's beginning (some of the account's keys were lost). */
+  private restoreInFull = false;
 
   constructor(private readonly deps: LeaderWorkDeps) {}
 
@@ -38,7 +40,11 @@ export class LeaderWork {
    */
   async prepared(epoch: number, signal: AbortSignal): Promise<boolean> {
     if (this.preparedEpoch === epoch) return true;
-    if (!(await this.deps.passes.prepare(epoch, signal))) {
+    const full = this.restoreInFull;
+    const ready = await this.deps.passes.prepare(epoch, signal, full);
+    // Restored in full either way: a new lease asked for after it needs only the tail.
+    this.restoreInFull = false;
+    if (!ready) {
       // Redis issued an epoch not above the changelog's (it lost its keys): take a newer one first.
       await this.deps.releaseLease();
       return false;
@@ -47,9 +53,14 @@ export class LeaderWork {
     return true;
   }
 
-  /** Redis lost keys, or a Kafka commit's outcome is unknown: the leadership is readied (restored) again first. */
-  unprepare(): void {
+  /**
+   * Redis lost keys, or a Kafka commit's outcome is unknown: the leadership is readied (restored) again first;
+   * `full`: from the changelog's beginning (some keys were lost, and a tail since the checkpoint would not bring
+   * them back).
+   */
+  unprepare(full = false): void {
     this.preparedEpoch = 0;
+    if (full) this.restoreInFull = true;
   }
 
   /** Does the next piece of work; resolves how long to wait before the next one. */

@@ -155,6 +155,7 @@ export class DeletionScan {
   private async stillMissing(): Promise<Array<[number, SnapshotEntry]>> {
     if (this.missing.length === 0) return [];
     await this.pipeline.settle();
+    await this.pipeline.committer.catchUp();
     const current = await this.pipeline.deps.snapshot.read(this.missing.map(([id]) => id));
     return this.missing.filter(([id, scanned]) => {
       const now = current.get(id);

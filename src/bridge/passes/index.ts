@@ -51,7 +51,16 @@ export interface PassesSnapshot
     SnapshotPort,
     DeletionSnapshot,
     ResyncProgressSink,
-    Pick<RestorePorts, 'changelogState' | 'clearForRestore' | 'restoreEntries' | 'restoreFinish' | 'setKafkaCluster'> {
+    Pick<
+      RestorePorts,
+      | 'changelogState'
+      | 'clearForRestore'
+      | 'restoreEntries'
+      | 'restoreFinish'
+      | 'setKafkaCluster'
+      | 'seal'
+      | 'sealIfComplete'
+    > {
   takeSweepRequest(): Promise<boolean>;
   takeRestoreRequest(): Promise<boolean>;
   takeResyncRequest(): Promise<ResyncRequest | 'invalid' | null>;
@@ -126,9 +135,11 @@ export class Passes implements PassRunner {
     const ports: RestorePorts = {
       changelogState: () => this.snapshot.changelogState(),
       clearForRestore: () => this.snapshot.clearForRestore(),
-      restoreEntries: (entries) => this.snapshot.restoreEntries(entries),
+      restoreEntries: (entries, verify) => this.snapshot.restoreEntries(entries, verify),
       restoreFinish: (e, ckpt, offsets, cluster) => this.snapshot.restoreFinish(e, ckpt, offsets, cluster),
       setKafkaCluster: (cluster) => this.snapshot.setKafkaCluster(cluster),
+      seal: (e) => this.snapshot.seal(e),
+      sealIfComplete: (e) => this.snapshot.sealIfComplete(e),
       readChangelog: (from, onRecords, s) => this.sink.readChangelog(from, onRecords, s),
       clusterId: () => this.sink.clusterId(),
     };
@@ -153,6 +164,8 @@ export class Passes implements PassRunner {
         'reviews_bridge.restore.entries': outcome.entries,
       });
       if (span) endSpan(span, 'ok');
+      // Restored or sealed as it stands: a key lost from now on is told from one never written.
+      if (!outcome.reacquire) this.pipeline.sealed();
       return !outcome.reacquire;
     } catch (err) {
       if (span) endSpan(span, signal.aborted ? 'aborted' : 'error', err);

@@ -6,11 +6,16 @@ import { applyCheckpointUpdate, type Checkpoint, type CheckpointUpdate } from '.
 import type { ChangelogCheckpoint } from '../../core/changelog.js';
 import type { Page } from '../../upstream/types.js';
 import { inSpan, SPAN_ATTRIBUTES, type PassTracer } from '../../ops/tracing.js';
+import { kindOf } from '../../core/errors.js';
 import type { ChangelogMark, CommitUnit, PipelineDeps } from './types.js';
 
 // The commit step, the last of a page: Kafka first (events, state rows, dead letters, and the changelog's entries
 // and whole checkpoint under the next transaction number), then the same entries and checkpoint into Redis. It
-// keeps where the changelog stands, and a commit Kafka has and Redis not yet, which goes to Redis before anything.
+// keeps where the changelog stands, and a commit Kafka has and Redis not yet, which goes to Redis before anything,
+// reads included: a page diffed against a Redis behind Kafka would derive that commit's events again. A Kafka commit
+// whose outcome is unknown blocks every later read and commit until the changelog says what happened (reset(),
+// after a restore): a later commit under the next transaction number would take that number if the first one
+// landed, and the restore's tail would then skip it.
 
 /** A commit Kafka holds and Redis not yet. */
 interface PendingRedis {
@@ -31,8 +36,14 @@ export class Committer {
   private position: ChangelogCheckpoint | null = null;
   /** The changelog transaction Redis is known to hold (null: not known yet this leadership). */
   redisTxn: number | null = null;
+  /** The leadership sealed the account (see Passes.prepare): reads and commits ask for its markers. */
+  sealed = false;
   /** A commit Kafka has and Redis not yet (its Redis write failed): written before anything else. */
   private pendingRedis: PendingRedis | null = null;
+  /** The Redis write of pendingRedis under way: a read that catches up waits for it instead of writing it twice. */
+  private flushing: Promise<void> | null = null;
+  /** A Kafka commit whose outcome is unknown: nothing is read or committed until a restore resolves it. */
+  private unresolved: { err: unknown } | null = null;
 
   constructor(
     private readonly deps: Pick<PipelineDeps, 'snapshot' | 'sink' | 'metrics' | 'beforeCommit'>,
@@ -44,6 +55,22 @@ export class Committer {
     this.position = null;
     this.pendingRedis = null;
     this.redisTxn = null;
+    this.unresolved = null;
+    this.sealed = false;
+  }
+
+  /**
+   * Makes Redis hold every Kafka commit of this process before a page is read (a commit whose Redis write failed
+   * is written now); throws while a Kafka commit's outcome is unknown.
+   */
+  async catchUp(): Promise<void> {
+    this.guard();
+    await this.flushPending();
+  }
+
+  /** Throws while a Kafka commit's outcome is unknown (a restore resolves it, then reset() clears it). */
+  guard(): void {
+    if (this.unresolved) throw this.unresolved.err;
   }
 
   /**
@@ -53,7 +80,7 @@ export class Committer {
    */
   async commitUnit(epoch: number, unit: CommitUnit, page?: Page, span?: Span): Promise<void> {
     const { deps } = this;
-    await this.flushPending();
+    await this.catchUp();
     const entries = unit.entries ?? [];
     const update = unit.update ?? {};
     const events = unit.events ?? [];
@@ -71,12 +98,14 @@ export class Committer {
     }
     const changelog = { ...next, txn: position.txn + 1, epoch };
     const t0 = performance.now();
-    const offsets = await inSpan(
-      this.tracer,
-      span,
-      'publish',
-      () => deps.sink.publish(events, deadLetters, states, { entries: keyed(entries), checkpoint: changelog }),
-      { [SPAN_ATTRIBUTES.events]: events.length },
+    const offsets = await this.unknownKept(() =>
+      inSpan(
+        this.tracer,
+        span,
+        'publish',
+        () => deps.sink.publish(events, deadLetters, states, { entries: keyed(entries), checkpoint: changelog }),
+        { [SPAN_ATTRIBUTES.events]: events.length },
+      ),
     );
     deps.metrics.observePublish((performance.now() - t0) / 1000);
     // Kafka has it now: from here on this unit is never derived again, only written to Redis (now or on restore).
@@ -97,14 +126,12 @@ export class Committer {
     sink: DeletionPublisher,
     remove: (epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>) => Promise<number>,
   ): Promise<number> {
-    await this.flushPending();
+    await this.catchUp();
     const position = (this.position ??= await this.loadPosition(epoch));
     const changelog = { ...position, txn: position.txn + 1, epoch };
-    const offsets = await sink.publishDeletions(events, {
-      entries: [],
-      deleted: keyed(entries),
-      checkpoint: changelog,
-    });
+    const offsets = await this.unknownKept(() =>
+      sink.publishDeletions(events, { entries: [], deleted: keyed(entries), checkpoint: changelog }),
+    );
     this.position = changelog;
     this.pendingRedis = { epoch, entries: [], update: {}, mark: { txn: changelog.txn, offsets } };
     const removed = await remove(epoch, entries);
@@ -112,11 +139,28 @@ export class Committer {
     return removed;
   }
 
+  /** Runs a Kafka commit; one whose outcome is unknown is kept, and blocks what follows (see guard). */
+  private async unknownKept<T>(commit: () => Promise<T>): Promise<T> {
+    try {
+      return await commit();
+    } catch (err) {
+      if (kindOf(err) === 'commit_unknown') this.unresolved ??= { err };
+      throw err;
+    }
+  }
+
   private async flushPending(): Promise<void> {
+    // One write at a time: the page in flight may be writing the pending commit while a read catches up.
+    while (this.flushing) await this.flushing.catch(() => undefined);
     const pending = this.pendingRedis;
     if (!pending) return;
-    await this.write(pending.epoch, pending.entries, pending.update, pending.mark);
-    if (this.pendingRedis === pending) this.pendingRedis = null;
+    const flushing = (this.flushing = this.write(pending.epoch, pending.entries, pending.update, pending.mark));
+    try {
+      await flushing;
+      if (this.pendingRedis === pending) this.pendingRedis = null;
+    } finally {
+      if (this.flushing === flushing) this.flushing = null;
+    }
   }
 
   private async loadPosition(epoch: number): Promise<ChangelogCheckpoint> {
@@ -137,7 +181,7 @@ export class Committer {
     const t0 = performance.now();
     // Redis must hold exactly the transactions before this one: a failover that lost some is caught here.
     const expectTxn = this.redisTxn === null ? undefined : this.redisTxn;
-    await this.deps.snapshot.commit(epoch, entries, update, mark, expectTxn);
+    await this.deps.snapshot.commit(epoch, entries, update, mark, expectTxn, this.sealed);
     if (mark) this.redisTxn = mark.txn;
     this.deps.metrics.observeCommit((performance.now() - t0) / 1000);
   }

@@ -145,8 +145,12 @@ export class PipelineRun {
     const { deps, memory, committer, inflight, clock } = this.host;
     const key = deps.fingerprintKey ? await deps.fingerprintKey() : null;
     const overlay = inflight.overlayOf(this);
+    // Redis must hold every Kafka commit before it is diffed against: a commit whose Redis write failed is written
+    // first (the page in flight of this run is the overlay instead). An unresolved Kafka commit stops the read.
+    if (overlay) committer.guard();
+    else await committer.catchUp();
     const ids = page.reviews.map((r) => r.id);
-    const known = await deps.snapshot.read(ids, this.epoch, committer.redisTxn ?? undefined);
+    const known = await deps.snapshot.read(ids, this.epoch, committer.redisTxn ?? undefined, committer.sealed);
     // Reviews the snapshot does not hold may be comebacks (an initial load has deleted nothing): a second round
     // trip, only for pages with such reviews.
     const absent = this.type === 'initial' ? [] : ids.filter((id) => !known.has(id) && !overlay?.has(id));

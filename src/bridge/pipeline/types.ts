@@ -20,22 +20,27 @@ export interface ChangelogMark {
 /** The snapshot operations the pipeline needs (SnapshotStore in production, an in-memory fake in unit tests). */
 export interface SnapshotPort {
   /**
-   * With `epoch`: fails when the account's keys are gone or belong to another epoch; with `minTxn`: when Redis
-   * holds fewer changelog transactions than that (a failover lost commits). See SnapshotStore.read.
+   * With `epoch`: fails when the account's keys are gone, in whole or in part, or belong to another epoch; with
+   * `minTxn`: when Redis holds fewer changelog transactions than that (a failover lost commits); `sealed`: the
+   * leader sealed the account, so its markers must be there. See SnapshotEntries.read.
    */
-  read(ids: readonly number[], epoch?: number, minTxn?: number): Promise<Map<number, SnapshotEntry>>;
+  read(ids: readonly number[], epoch?: number, minTxn?: number, sealed?: boolean): Promise<Map<number, SnapshotEntry>>;
+  /**
+   * `expectTxn`: the changelog transaction Redis must hold before this commit (else SnapshotLostError); `sealed`:
+   * as for read.
+   */
   /**
    * Of reviews without an entry, those the bridge reported deleted: the sequence of their review.deleted (a
    * comeback continues after it).
    */
   goneSequences(ids: readonly number[]): Promise<Map<number, number>>;
-  /** `expectTxn`: the changelog transaction Redis must hold before this commit (else SnapshotLostError). */
   commit(
     epoch: number,
     entries: ReadonlyArray<[number, SnapshotEntry]>,
     update: CheckpointUpdate,
     mark?: ChangelogMark,
     expectTxn?: number,
+    sealed?: boolean,
   ): Promise<void>;
   /** With `live` (a leader's read): fails with SnapshotLostError when the account's keys are gone. */
   checkpoint(live?: boolean): Promise<Checkpoint>;

@@ -1,11 +1,16 @@
 -- Stores one page's snapshot entries and the checkpoint in one atomic step, fenced by the lease epoch:
 -- a paused former leader whose epoch has been superseded cannot write (and so cannot move a checkpoint back).
--- KEYS[1] epoch counter, KEYS[2] checkpoint hash, KEYS[3] entry count, KEYS[4..] snapshot buckets
+-- KEYS[1] epoch counter, KEYS[2] checkpoint hash, KEYS[3] entry count, KEYS[4] bucket manifest, KEYS[5..] buckets
 -- ARGV[1] epoch, ARGV[2] number of checkpoint pairs N, then N (field, value) pairs, then
--- (bucket index into KEYS from 4, field, value) triples for the entries.
+-- (bucket index into KEYS from 5, field, value) triples for the entries.
 -- Checkpoint rules: an empty value deletes the field; 'watermark' only ever grows; the pseudo-field
 -- 'expect_txn' is not written but checked first: the checkpoint's changelog transaction must be that one, or Redis
 -- lost commits (a failover to a replica that had not received them) and must be brought up to Kafka first.
+-- Partial loss: a sealed account (checkpoint field 'm', manifest field 'v') lists every bucket in its manifest and
+-- marks every bucket with a field 'm'. The pseudo-field 'sealed' (not written) asks for a sealed account; the field
+-- 'm' seals it (a restore's finish: the manifest is complete). Some keys gone and others not (eviction, a key
+-- deleted by hand) answer LOST-PART, before anything is written: a write would recreate a lost bucket in part and
+-- hide the loss. An account with neither marker is of the previous format (or a test's): not checked.
 local current = redis.call('GET', KEYS[1])
 if not current then
   -- The epoch counter only vanishes with the account's keys (a flush, an empty replica): restore from Kafka.
@@ -17,26 +22,54 @@ end
 
 local pairs_count = tonumber(ARGV[2])
 local first_entry = 3 + pairs_count * 2
+local want_sealed, sealing = false, false
 for i = 3, first_entry - 1, 2 do
   if ARGV[i] == 'expect_txn' then
     local txn = redis.call('HGET', KEYS[2], 'txn') or '0'
     if txn ~= ARGV[i + 1] then
       return redis.error_reply('LOST: Redis holds changelog transaction ' .. txn .. ', expected ' .. ARGV[i + 1])
     end
+  elseif ARGV[i] == 'sealed' then
+    want_sealed = true
+  elseif ARGV[i] == 'm' then
+    sealing = true
   end
 end
+local has_mark = redis.call('HEXISTS', KEYS[2], 'm') == 1
+local has_manifest = redis.call('HEXISTS', KEYS[4], 'v') == 1
+if not sealing and (has_mark ~= has_manifest or (want_sealed and not has_mark)) then
+  local gone = has_mark and 'the bucket manifest' or 'the checkpoint'
+  return redis.error_reply('LOST-PART: ' .. gone .. ' of the account vanished from Redis')
+end
+if has_manifest and not sealing then
+  for k = 5, #KEYS do
+    local bucket = string.match(KEYS[k], ':(%d+)$')
+    if redis.call('HEXISTS', KEYS[4], bucket) == 1 and redis.call('HEXISTS', KEYS[k], 'm') == 0 then
+      return redis.error_reply('LOST-PART: snapshot bucket ' .. bucket .. ' of the account vanished from Redis')
+    end
+  end
+end
+
 local added = 0
 for i = first_entry, #ARGV, 3 do
-  local key = KEYS[3 + tonumber(ARGV[i])]
+  local key = KEYS[4 + tonumber(ARGV[i])]
   added = added + redis.call('HSET', key, ARGV[i + 1], ARGV[i + 2])
 end
 if added > 0 then
   redis.call('INCRBY', KEYS[3], added)
 end
+if has_manifest then
+  -- A bucket created now is marked and listed in the same step.
+  for k = 5, #KEYS do
+    if redis.call('HSETNX', KEYS[k], 'm', '1') == 1 then
+      redis.call('HSET', KEYS[4], string.match(KEYS[k], ':(%d+)$'), '1')
+    end
+  end
+end
 
 for i = 3, first_entry - 1, 2 do
   local field, value = ARGV[i], ARGV[i + 1]
-  if field == 'expect_txn' then
+  if field == 'expect_txn' or field == 'sealed' then
     -- checked above
   elseif value == '' then
     redis.call('HDEL', KEYS[2], field)
@@ -48,5 +81,8 @@ for i = 3, first_entry - 1, 2 do
   else
     redis.call('HSET', KEYS[2], field, value)
   end
+end
+if sealing then
+  redis.call('HSET', KEYS[4], 'v', '1')
 end
 return added

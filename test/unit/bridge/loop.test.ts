@@ -40,12 +40,15 @@ class ScriptedPasses implements PassRunner {
   }
 
   prepared: number[] = [];
+  /** The prepares that restore from the changelog's beginning. */
+  preparedInFull: number[] = [];
   /** Whether an initial load's first page has set a watermark (polls then run alongside it). */
   loadPollable = false;
   restoreRequested = false;
 
-  async prepare(epoch: number): Promise<boolean> {
+  async prepare(epoch: number, _signal?: AbortSignal, force = false): Promise<boolean> {
     this.prepared.push(epoch);
+    if (force) this.preparedInFull.push(epoch);
     return true;
   }
 
@@ -445,7 +448,20 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
     await until(() => passes.calls.filter((c) => c === 'poll').length >= 2);
     await loop.stop();
     expect(passes.prepared).toHaveLength(2);
+    // Every key gone with the epoch: the restore decides its kind itself (the checkpoint is gone too, or not).
+    expect(passes.preparedInFull).toEqual([]);
     expect(time.slept[0]).toBe(100);
+  });
+
+  it('after some keys were lost and others not, restores from the changelog’s beginning, once', async () => {
+    const lost = new SnapshotLostError('LOST-PART: snapshot bucket 3 of the account vanished from Redis', true);
+    const { passes, loop } = failing([lost]);
+    loop.start();
+    await until(() => passes.calls.filter((c) => c === 'poll').length >= 2);
+    await loop.stop();
+    expect(passes.prepared).toHaveLength(2);
+    expect(passes.preparedInFull).toHaveLength(1);
+    expect(passes.preparedInFull[0]).toBe(passes.prepared[1]);
   });
 
   it('after a commit of unknown outcome, backs off and prepares the leadership again before the next pass', async () => {

@@ -161,8 +161,49 @@ describe('restore from the changelog', () => {
       keyId: null,
     });
     snapshot.hasCheckpoint = true;
+    snapshot.sealed = false;
     expect(await passes.prepare(10, signal)).toBe(true);
     expect(log).not.toContain('clear');
     expect(snapshot.entries.get(1)?.sequence).toBe(4);
+    // Sealed as it stands: a bucket lost from now on is told from a new one.
+    expect(log).toContain('seal');
+    expect(snapshot.sealed).toBe(true);
+  });
+
+  it('seals a snapshot of the previous format whose entries match its count, and restores one that does not in full', async () => {
+    const { passes, snapshot, log, sink } = setup(new FakeSource([page([review(1), review(2)])]));
+    await passes.prepare(10, signal);
+    await passes.fullScan(10, signal);
+    snapshot.sealed = false;
+    log.length = 0;
+    expect(await passes.prepare(11, signal)).toBe(true);
+    expect(log).toEqual(['seal']);
+    expect(snapshot.sealed).toBe(true);
+
+    snapshot.sealed = false;
+    snapshot.complete = false;
+    log.length = 0;
+    expect(await passes.prepare(12, signal)).toBe(true);
+    expect(log).toContain('clear');
+    expect(snapshot.sealed).toBe(true);
+    expect([...snapshot.entries.keys()].sort()).toEqual([1, 2]);
+    log.length = 0;
+    expect(await passes.prepare(13, signal)).toBe(true);
+    expect(log).not.toContain('clear');
+    expect(sink.events.filter((e) => e.type === 'review.created')).toHaveLength(2);
+  });
+
+  it('restores in full when asked after a partial loss, though Redis still holds a checkpoint', async () => {
+    const { passes, snapshot, log } = setup(new FakeSource([page([review(1), review(2)])]));
+    await passes.prepare(10, signal);
+    await passes.fullScan(10, signal);
+    // One entry's bucket vanished; the checkpoint (and its transaction) stayed.
+    snapshot.entries.delete(2);
+    log.length = 0;
+    await passes.prepare(11, signal);
+    expect(snapshot.entries.has(2)).toBe(false);
+    await passes.prepare(12, signal, true);
+    expect(log).toContain('clear');
+    expect(snapshot.entries.has(2)).toBe(true);
   });
 });

@@ -20,6 +20,7 @@ const ACCOUNT_KEYS = [
   'lease',
   'checkpoint',
   'count',
+  'manifest',
   'sweep-request',
   'restore-request',
   'paused',

@@ -1,0 +1,31 @@
+-- Writes entries restored from the changelog (not fenced: the restore's finish is), marking and listing every
+-- bucket it writes to (see commit.lua on partial loss).
+-- KEYS[1] bucket manifest, KEYS[2..] snapshot buckets
+-- ARGV[1] '1' to check the buckets first (a tail restore onto the existing snapshot: writing into a bucket that
+-- vanished would recreate it in part and hide the loss), then (bucket index into KEYS from 2, field, value)
+-- triples; an empty value deletes the field (a review deleted upstream).
+if ARGV[1] == '1' and redis.call('HEXISTS', KEYS[1], 'v') == 1 then
+  for k = 2, #KEYS do
+    local bucket = string.match(KEYS[k], ':(%d+)$')
+    if redis.call('HEXISTS', KEYS[1], bucket) == 1 and redis.call('HEXISTS', KEYS[k], 'm') == 0 then
+      return redis.error_reply('LOST-PART: snapshot bucket ' .. bucket .. ' of the account vanished from Redis')
+    end
+  end
+end
+local marked = {}
+for i = 2, #ARGV, 3 do
+  local k = 1 + tonumber(ARGV[i])
+  local key = KEYS[k]
+  if ARGV[i + 2] == '' then
+    redis.call('HDEL', key, ARGV[i + 1])
+  else
+    redis.call('HSET', key, ARGV[i + 1], ARGV[i + 2])
+    if not marked[k] then
+      marked[k] = true
+      if redis.call('HSETNX', key, 'm', '1') == 1 then
+        redis.call('HSET', KEYS[1], string.match(key, ':(%d+)$'), '1')
+      end
+    end
+  end
+end
+return 0
