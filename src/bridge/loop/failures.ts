@@ -20,8 +20,11 @@ export class FailureLog {
     this.failures = NO_FAILURE;
   }
 
-  /** Records and logs a failure of `where` (the lease, or a pass). */
-  fail(err: unknown, where: string): void {
+  /**
+   * Records and logs a failure of `where` (the lease, or a pass); `explained`: a dependency's failure the process
+   * has already logged once (its retries are logged at debug only).
+   */
+  fail(err: unknown, where: string, explained = false): void {
     const { logger } = this.deps;
     const kind = kindOf(err);
     const awaitingReplica = this.failures.kind === 'replication' && this.failures.count > 0;
@@ -44,6 +47,10 @@ export class FailureLog {
       return;
     }
     const fenced = kind === 'fenced';
+    if (explained) {
+      logger.debug({ err, where, failures: this.failures.count }, 'pass failed: a dependency is failing; retrying');
+      return;
+    }
     logger.error(
       { err, where, failures: this.failures.count, fenced },
       fenced ? 'another replica took over; commit refused' : 'pass failed; nothing committed past the last page',
