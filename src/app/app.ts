@@ -202,7 +202,11 @@ function watchDependencies(
       publishReplicaHealth(
         redis,
         keyPrefix,
-        { replica: parts.replica, checkedAt: new Date(clock.now()).toISOString(), dependencies: dependencies.reports() },
+        {
+          replica: parts.replica,
+          checkedAt: new Date(clock.now()).toISOString(),
+          dependencies: dependencies.reports(),
+        },
         30_000,
       ),
     lastError: () => lastRedisError?.err,
@@ -248,6 +252,7 @@ function buildParts(
     ttlMs: Math.max(...list.map((c) => c.lease.ttlMs)),
     logger,
     ...(options.clock ? { sleep: options.clock.sleep } : {}),
+    explainFailure: (err) => dependencies.explains(err),
   });
   const gate = connectGate();
   const startSlots = new StartSlots(first.leadership.startConcurrency);

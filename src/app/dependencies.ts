@@ -25,7 +25,7 @@ export interface DependencyCheck {
   gatesReadiness?: boolean;
   /** How often it runs while ok (default: the monitor's interval); failing checks run at the monitor's interval. */
   intervalMs?: number;
-  /** When the check times out, a better explanation than "timeout" (the client's last connection error), if any. */
+  /** What explains a vague failure (a timeout, retries spent) better: the client's last connection error, if any. */
   lastError?: () => unknown;
 }
 
@@ -105,7 +105,7 @@ export class DependencyMonitor {
       pending = Promise.race([Promise.resolve().then(spec.check), timeout])
         .then(
           () => this.observe(name, null),
-          (err: unknown) => this.observe(name, err instanceof CheckTimeout ? (spec.lastError?.() ?? err) : err),
+          (err: unknown) => this.observe(name, explained(err, spec.lastError?.())),
         )
         .finally(() => {
           clearTimeout(timer);
@@ -198,6 +198,16 @@ export class DependencyMonitor {
     if (state.status === 'ok') this.gauge.set({ dependency: name, reason: 'none' }, 0);
     else this.gauge.set({ dependency: name, reason: state.reason }, 1);
   }
+}
+
+/**
+ * The failure to report: a vague one (a timeout, a client that gave up retrying) is explained by the connection's
+ * last error when there is one (refused, authentication, TLS).
+ */
+function explained(err: unknown, last: unknown): unknown {
+  if (last === undefined || last === null) return err;
+  const vague = err instanceof CheckTimeout || ['error', 'timeout', 'unreachable'].includes(failureReason(err));
+  return vague && failureReason(last) !== 'error' ? last : err;
 }
 
 /** One line of what the library said (no stack), without a value that could be a secret: its first message. */

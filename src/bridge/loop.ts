@@ -143,6 +143,8 @@ export class BridgeLoop {
       if (await this.chores.paused(epoch)) {
         // No upstream request while paused; the sweep resumes from its checkpoint on resume.
         await this.work.abandon();
+        // An operator's checkpoint change, recorded while paused (KIP-875: offsets change while stopped).
+        await this.work.applyCheckpointChange(epoch);
         return await this.pause(pausedWaitMs(this.deps.timing));
       }
       const waitMs = await this.work.step(epoch, this.workController.signal);

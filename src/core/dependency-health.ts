@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 // The health of what the bridge depends on, as data: each dependency (Kafka, Redis, the upstream, and any other a
 // module registers, such as a schema registry) is ok or failing for a bounded reason since a moment, and each
 // reason names the settings an operator checks. /readyz, `status`, the log and a gauge all say the same thing, and a
@@ -17,15 +19,7 @@ export type DependencyName = 'kafka' | 'redis' | 'upstream' | 'schema_registry' 
  * listing at the URL, a wrong cluster). `error`: any other failure.
  */
 export type DependencyReason =
-  | 'unreachable'
-  | 'auth_failed'
-  | 'tls'
-  | 'timeout'
-  | 'oom'
-  | 'readonly'
-  | 'forbidden'
-  | 'misconfigured'
-  | 'error';
+  'unreachable' | 'auth_failed' | 'tls' | 'timeout' | 'oom' | 'readonly' | 'forbidden' | 'misconfigured' | 'error';
 
 /** Every reason, for metrics and schemas. */
 export const DEPENDENCY_REASONS: readonly DependencyReason[] = [
@@ -42,8 +36,7 @@ export const DEPENDENCY_REASONS: readonly DependencyReason[] = [
 
 /** What is known of one dependency: ok, or failing for `reason`; both since the check that first saw it so. */
 export type DependencyState =
-  | { status: 'ok'; since: number }
-  | { status: 'failing'; reason: DependencyReason; since: number; settings: string[] };
+  { status: 'ok'; since: number } | { status: 'failing'; reason: DependencyReason; since: number; settings: string[] };
 
 /** A dependency's failure as an operator reads it in /readyz and `status`. */
 export interface DependencyReport {
@@ -55,6 +48,16 @@ export interface DependencyReport {
   /** The settings to check (names only, never values). */
   settings?: string[];
 }
+
+/** One dependency as /readyz, `status` and the admin API show it (DependencyReport). */
+export const DependencyReportSchema = z.object({
+  status: z.enum(['ok', 'failing', 'unknown']).describe('unknown: not checked yet'),
+  since: z.string().optional().describe('ISO 8601: when the dependency entered this state'),
+  reason: z
+    .enum(['unreachable', 'auth_failed', 'tls', 'timeout', 'oom', 'readonly', 'forbidden', 'misconfigured', 'error'])
+    .optional(),
+  settings: z.array(z.string()).optional().describe('the settings to check (names only, never values)'),
+});
 
 /** The settings an operator checks for a dependency failing for a reason (beyond the address, always named). */
 const SETTINGS: Record<string, { address: string[]; auth: string[]; tls: string[] }> = {
@@ -134,7 +137,11 @@ export function failureReason(err: unknown): DependencyReason {
     return 'unreachable';
   if (links.some((l) => l.kind === 'network')) return 'unreachable';
   if (codes.includes('ETIMEDOUT') || /timed? ?out|timeout/i.test(text)) return 'timeout';
-  if (/Connection is closed|connection (error|closed)|Failed to connect|KafkaJSConnection/i.test(text))
+  if (
+    /Connection is closed|connection (error|closed)|Failed to connect|KafkaJSConnection|max retries per request/i.test(
+      text,
+    )
+  )
     return 'unreachable';
   return 'error';
 }
@@ -156,7 +163,9 @@ export function dependencyOf(err: unknown): DependencyName | null {
   if (names.some((n) => n.startsWith('KafkaJS'))) return 'kafka';
   if (names.includes('ReplyError') || names.includes('MaxRetriesPerRequestError')) return 'redis';
   const text = links.map((l) => String(l.message ?? '')).join('\n');
-  if (/^(OOM|READONLY|MISCONF|NOAUTH|WRONGPASS|NOPERM|LOADING|MASTERDOWN|CLUSTERDOWN)\b|Connection is closed/m.test(text))
+  if (
+    /^(OOM|READONLY|MISCONF|NOAUTH|WRONGPASS|NOPERM|LOADING|MASTERDOWN|CLUSTERDOWN)\b|Connection is closed/m.test(text)
+  )
     return 'redis';
   return null;
 }

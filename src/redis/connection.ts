@@ -175,6 +175,8 @@ export function accountKeys(prefix: string, account: string) {
     restoreRequest: `${base}:restore-request`,
     /** Operator pause flag (value: when it was paused, ms); kept until resumed, whoever leads. */
     paused: `${base}:paused`,
+    /** An operator's checkpoint change (JSON: the watermark to rewind to), taken by the leader while paused. */
+    checkpointRequest: `${base}:checkpoint-request`,
     /** A pending resync request (JSON of its scope), taken by the leader like the sweep request. */
     resyncRequest: `${base}:resync-request`,
     /** The resync the leader runs (moved from resyncRequest), kept until it completes: a new leader resumes it. */

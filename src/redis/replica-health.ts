@@ -1,20 +1,11 @@
 import { z } from 'zod';
+import { DependencyReportSchema } from '../core/dependency-health.js';
 import type { BridgeRedis } from './connection.js';
 import { safeJson } from './store-common.js';
 
 // What each replica last found of its dependencies, kept in Redis for `status` and the admin API (which run in
 // other processes and cannot see a replica's Kafka connection). Writing it is also the replica's check that Redis
 // takes writes: a Redis at maxmemory with noeviction, or a read-only replica, answers PING but refuses this SET.
-
-/** One dependency as a replica reports it (src/core/dependency-health.ts DependencyReport). */
-export const DependencyReportSchema = z.object({
-  status: z.enum(['ok', 'failing', 'unknown']),
-  since: z.string().optional().describe('ISO 8601: when the dependency entered this state'),
-  reason: z
-    .enum(['unreachable', 'auth_failed', 'tls', 'timeout', 'oom', 'readonly', 'forbidden', 'misconfigured', 'error'])
-    .optional(),
-  settings: z.array(z.string()).optional().describe('the settings to check (names only)'),
-});
 
 /** A replica's dependencies when it last checked them. */
 export const ReplicaHealthSchema = z.object({

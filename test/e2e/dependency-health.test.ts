@@ -1,18 +1,48 @@
+import { writeFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { testEnv } from '../helpers/bridge.js';
-import { freePort, runDir, spawnBridge, waitFor, type Child } from '../helpers/processes.js';
+import { PrivateRedis, freePort, runCli, runDir, spawnBridge, waitFor, type Child } from '../helpers/processes.js';
 
 // Issue 40: an operator's first hour with a dependency down. The bridge as users start it (its own process), with
 // KAFKA_BROKERS pointing at a port nobody listens on: /readyz names kafka and why, and the log stays readable (a few
 // lines, one of them naming the setting to check), however often kafkajs retries underneath.
 
 const children: Child[] = [];
+const redises: PrivateRedis[] = [];
 let sim: Simulator | null = null;
 afterAll(async () => {
   for (const c of children) if (c.alive) await c.kill();
+  for (const r of redises) await r.stop();
   await sim?.close();
 });
+
+async function upstream(): Promise<string> {
+  sim ??= await startSimulator({ reviewCount: 20, seed: 40, rateLimit: null });
+  return sim.url;
+}
+
+/** A Redis of the test's own (its settings are changed; the shared one's never are), memory only. */
+async function ownRedis(): Promise<{ server: PrivateRedis; admin: Redis }> {
+  const server = new PrivateRedis(await freePort(), undefined, 'none');
+  server.wipe();
+  await server.start();
+  redises.push(server);
+  const admin = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await admin.connect();
+  return { server, admin };
+}
+
+async function spawnOn(env: Record<string, string>, name: string): Promise<{ child: Child; port: number }> {
+  const port = await freePort();
+  const child = spawnBridge(
+    { ...env, LOG_LEVEL: 'info', HTTP_PORT: String(port) },
+    `${runDir(env.BRIDGE_ACCOUNT!)}/${name}.log`,
+  );
+  children.push(child);
+  return { child, port };
+}
 
 interface Readyz {
   status: number;
@@ -34,10 +64,9 @@ function logLines(text: string): { level: number; msg: string; line: string }[] 
 
 describe('Kafka unreachable', () => {
   it('is named by /readyz (503, kafka, unreachable, since when), in at most 10 warnings over 30 s', async () => {
-    sim = await startSimulator({ reviewCount: 20, seed: 40, rateLimit: null });
     const closed = await freePort();
     const port = await freePort();
-    const env = testEnv(sim.url, {
+    const env = testEnv(await upstream(), {
       KAFKA_BROKERS: `127.0.0.1:${closed}`,
       LOG_LEVEL: 'info',
       HTTP_PORT: String(port),
@@ -84,4 +113,84 @@ describe('Kafka unreachable', () => {
     // The libraries' stack traces stay out of the warnings.
     expect(loud.filter((l) => l.line.includes('"stack"'))).toEqual([]);
   }, 90_000);
+});
+
+describe('Redis', () => {
+  it('refusing the credentials is named as auth_failed with REDIS_USERNAME and REDIS_PASSWORD_FILE', async () => {
+    const { server, admin } = await ownRedis();
+    await admin.call('ACL', 'SETUSER', 'bridge', 'on', '>right-password', '~*', '&*', '+@all');
+    admin.disconnect();
+    const dir = runDir(`redis-auth-${server.port}`);
+    writeFileSync(`${dir}/password`, 'wrong-password\n');
+    const env = testEnv(await upstream(), {
+      REDIS_URL: server.url,
+      REDIS_USERNAME: 'bridge',
+      REDIS_PASSWORD_FILE: `${dir}/password`,
+    });
+    const { child, port } = await spawnOn(env, 'redis-auth');
+    const named = await waitFor(
+      async () => {
+        const r = await readyz(port);
+        return r.body.dependencies?.redis?.status === 'failing' ? r : undefined;
+      },
+      30_000,
+      '/readyz to name redis',
+      250,
+    );
+    expect(named.status).toBe(503);
+    expect(named.body.dependencies!.redis).toMatchObject({ status: 'failing', reason: 'auth_failed' });
+    expect(named.body.dependencies!.redis!.settings).toEqual(
+      expect.arrayContaining(['REDIS_USERNAME', 'REDIS_PASSWORD_FILE']),
+    );
+    const warned = await waitFor(
+      () => logLines(child.log()).find((l) => l.level >= 40 && l.line.includes('REDIS_PASSWORD_FILE')),
+      10_000,
+      'a warning naming REDIS_PASSWORD_FILE',
+    );
+    expect(warned.line).toContain('REDIS_USERNAME');
+    expect(warned.line).not.toContain('wrong-password');
+    expect(child.log()).not.toContain('wrong-password');
+  }, 60_000);
+
+  it('refusing writes (maxmemory, noeviction) is named as oom in /readyz, status and a metric, then recovers', async () => {
+    const { admin, server } = await ownRedis();
+    const env = testEnv(await upstream(), { REDIS_URL: server.url });
+    const { child, port } = await spawnOn(env, 'redis-oom');
+    await waitFor(async () => ((await readyz(port)).status === 200 ? true : undefined), 60_000, 'ready', 250);
+
+    // Writes refused from now on: PING still answers, the bridge's commits would fail.
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.config('SET', 'maxmemory', '1');
+    const refused = await waitFor(
+      async () => {
+        const r = await readyz(port);
+        return r.body.dependencies?.redis?.reason === 'oom' ? r : undefined;
+      },
+      20_000,
+      '/readyz to name redis oom',
+      250,
+    );
+    expect(refused.status).toBe(503);
+    expect(refused.body.dependencies!.redis!.status).toBe('failing');
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(/^reviews_bridge_dependency_failing\{[^}]*dependency="redis"[^}]*reason="oom"[^}]*\} 1$/m);
+    const status = JSON.parse(await runCli('status', env)) as {
+      dependencies: { report: Record<string, { reason?: string }> };
+    };
+    expect(status.dependencies.report.redis).toMatchObject({ status: 'failing', reason: 'oom' });
+
+    await admin.config('SET', 'maxmemory', '0');
+    await waitFor(async () => ((await readyz(port)).status === 200 ? true : undefined), 30_000, 'ready again', 250);
+    const recovered = await waitFor(
+      () => logLines(child.log()).find((l) => l.msg === 'redis ok again'),
+      10_000,
+      'the recovery line',
+    );
+    expect(recovered.level).toBe(30);
+    const oomLines = logLines(child.log()).filter((l) => l.level >= 40 && l.line.includes('"reason":"oom"'));
+    expect(oomLines).toHaveLength(1);
+    const after = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(after).toMatch(/^reviews_bridge_dependency_failing\{[^}]*dependency="redis"[^}]*reason="none"[^}]*\} 0$/m);
+    admin.disconnect();
+  }, 120_000);
 });
