@@ -6,6 +6,8 @@ import { errorKind } from '../../ops/logger.js';
 // The loop's failures since its last step that succeeded: each is logged once, in the words its kind deserves, and
 // the schedule's recovery (src/core/schedule.ts) reads them to say how long to back off, or to restore.
 
+const PASS_FAILED = 'pass failed; nothing committed past the last page';
+
 /** The failures of a loop, and what to do after them. */
 export class FailureLog {
   /** Failures since the last step that succeeded, and the kind of the last (the schedule's recovery reads it). */
@@ -48,12 +50,13 @@ export class FailureLog {
     }
     const fenced = kind === 'fenced';
     if (explained) {
-      logger.debug({ err, where, failures: this.failures.count }, 'pass failed: a dependency is failing; retrying');
+      // The same words as below, at debug: the dependency's own line said it once (src/app/dependencies.ts).
+      logger.debug({ err, where, failures: this.failures.count, dependencyFailing: true }, PASS_FAILED);
       return;
     }
     logger.error(
       { err, where, failures: this.failures.count, fenced },
-      fenced ? 'another replica took over; commit refused' : 'pass failed; nothing committed past the last page',
+      fenced ? 'another replica took over; commit refused' : PASS_FAILED,
     );
   }
 
