@@ -93,15 +93,21 @@ export function processReadiness(src: HealthSources): () => Promise<ReadinessRes
 export function upstreamCheck(src: Pick<HealthSources, 'accounts'>): () => Promise<void> {
   return async () => {
     const failures: unknown[] = [];
-    await Promise.all(
-      [...src.accounts.values()].map((a) => a.checkCredentials().catch((err) => failures.push(err))),
-    );
+    await Promise.all([...src.accounts.values()].map((a) => a.checkCredentials().catch((err) => failures.push(err))));
     if (failures.length > 0) throw failures[0];
   };
 }
 
 async function pinged(redis: BridgeRedis): Promise<boolean> {
-  return (await bounded(redis.ping().then(() => true, () => false), 500)) ?? false;
+  return (
+    (await bounded(
+      redis.ping().then(
+        () => true,
+        () => false,
+      ),
+      500,
+    )) ?? false
+  );
 }
 
 /** The value of `p`, or null when it takes longer than `ms` or fails. */
