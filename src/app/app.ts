@@ -214,6 +214,9 @@ function watchDependencies(
   dependencies.register('upstream', {
     check: upstreamCheck(parts),
     gatesReadiness: parts.only,
+    detail: () => ({
+      accounts: [...parts.accounts.values()].filter((a) => a.credentialsRefused()).map((a) => a.account),
+    }),
     intervalMs: 60_000,
   });
 }

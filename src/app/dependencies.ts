@@ -25,6 +25,8 @@ export interface DependencyCheck {
   gatesReadiness?: boolean;
   /** How often it runs while ok (default: the monitor's interval); failing checks run at the monitor's interval. */
   intervalMs?: number;
+  /** What the warning adds (the accounts whose upstream refused them); never a secret. */
+  detail?: () => Record<string, unknown>;
   /** What explains a vague failure (a timeout, retries spent) better: the client's last connection error, if any. */
   lastError?: () => unknown;
 }
@@ -130,8 +132,16 @@ export class DependencyMonitor {
     const { logger } = this.options;
     if (change === 'failing' && state.status === 'failing') {
       const sinceIso = new Date(state.since).toISOString();
+      const detail = this.checks.get(name)?.detail?.() ?? {};
       logger.warn(
-        { dependency: name, reason: state.reason, since: sinceIso, check: state.settings, cause: causeLine(failure) },
+        {
+          dependency: name,
+          reason: state.reason,
+          since: sinceIso,
+          check: state.settings,
+          cause: causeLine(failure),
+          ...detail,
+        },
         `${name} ${state.reason}: check ${state.settings.join(', ')} (retrying; logged again when it changes)`,
       );
     } else if (change === 'recovered' && previous?.status === 'failing') {
