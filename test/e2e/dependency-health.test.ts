@@ -90,6 +90,24 @@ describe('Kafka unreachable', () => {
     expect(Date.parse(String(named.body.dependencies!.kafka!.since))).toBeGreaterThanOrEqual(started - 1_000);
     expect(named.body.dependencies!.kafka!.settings).toContain('KAFKA_BROKERS');
     expect(named.body.dependencies!.redis).toMatchObject({ status: 'ok' });
+    // `status` (another process) reads the same from the leading replica's report in Redis.
+    const status = await waitFor(
+      async () => {
+        const s = JSON.parse(await runCli('status', env)) as {
+          dependencies: { checkedBy: string | null; report: Record<string, { status: string; reason?: string }> };
+        };
+        return s.dependencies.report.kafka?.status === 'failing' ? s : undefined;
+      },
+      20_000,
+      'status to name kafka',
+      500,
+    );
+    expect(status.dependencies.report.kafka).toMatchObject({ reason: 'unreachable' });
+    expect(status.dependencies.checkedBy).not.toBeNull();
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(
+      /^reviews_bridge_dependency_failing\{[^}]*dependency="kafka"[^}]*reason="unreachable"[^}]*\} 1$/m,
+    );
     // The first 30 s of the process (by its own log's clock): /readyz keeps naming kafka all along.
     await waitFor(
       async () => {
