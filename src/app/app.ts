@@ -192,9 +192,9 @@ function watchDependencies(
   keyPrefix: string,
   clock: Clock,
 ): void {
-  let lastRedisError: { at: number; err: unknown } | null = null;
+  let lastRedisError: unknown = null;
   // ioredis reports connection failures (refused, auth) as events while its commands wait in the offline queue.
-  redis.on('error', (err: unknown) => (lastRedisError = { at: clock.now(), err }));
+  redis.on('error', (err: unknown) => (lastRedisError = err));
   redis.on('ready', () => (lastRedisError = null));
   dependencies.register('kafka', { check: () => parts.kafka.ping() });
   dependencies.register('redis', {
@@ -209,7 +209,7 @@ function watchDependencies(
         },
         30_000,
       ),
-    lastError: () => lastRedisError?.err,
+    lastError: () => lastRedisError,
   });
   dependencies.register('upstream', {
     check: upstreamCheck(parts),

@@ -67,8 +67,8 @@ export class DependencyMonitor {
     this.gauge = new Gauge({
       name: 'reviews_bridge_dependency_failing',
       help:
-        '1 while a dependency (kafka, redis, upstream, ...) fails, labelled with the reason (unreachable, auth_failed, ' +
-        'tls, timeout, oom, readonly, forbidden, misconfigured, error); 0 under reason "none" while it is ok.',
+        '1 while a dependency (kafka, redis, upstream, ...) fails, labelled with the reason (unreachable, ' +
+        'auth_failed, tls, timeout, oom, readonly, forbidden, misconfigured, error); 0 under reason "none" while ok.',
       labelNames: ['dependency', 'reason'],
       registers: [this.registry],
     });

@@ -10,8 +10,8 @@ import type { DependencyMonitor } from './dependencies.js';
 // What /healthz and /readyz say about the whole process: its accounts' loops, Redis, Kafka and the upstream
 // credentials. The dependencies are checked by the DependencyMonitor on its own schedule (src/app/dependencies.ts):
 // readiness answers from what it knows, naming each failing dependency with its reason and since when, and never
-// waits on a hanging broker. The only account of a process is reported under its own name (dashboards and probes of one-account
-// deployments read it so); several accounts are summed up.
+// waits on a hanging broker. The only account of a process is reported under its own name (dashboards and probes
+// of one-account deployments read it so); several accounts are summed up.
 
 /** What the process's probes look at. */
 export interface HealthSources {
@@ -23,7 +23,7 @@ export interface HealthSources {
   durability: DurabilityWatch;
   /** kafka, redis (a write), upstream credentials, and what else registered. */
   dependencies: DependencyMonitor;
-  /** Times the cached checks (Kafka, upstream credentials). */
+  /** The process's clock (the dependency monitor times its checks with it). */
   clock: Pick<Clock, 'now'>;
 }
 
@@ -41,7 +41,7 @@ export function processLiveness(src: HealthSources): () => LivenessResult {
   };
 }
 
-/** The readiness check: the dependencies (Kafka, Redis taking writes, upstream credentials...), durability, the role. */
+/** The readiness check: the dependencies (Kafka, Redis taking writes, upstream credentials), durability, the role. */
 export function processReadiness(src: HealthSources): () => Promise<ReadinessResult> {
   const { redis, durability, dependencies } = src;
   return async (): Promise<ReadinessResult> => {
