@@ -174,4 +174,26 @@ describe('checkpoint API', () => {
     }
     expect((JSON.parse(added[0]!.value) as { sequence: number }).sequence).toBe(2);
   }, 180_000);
+
+  it('`checkpoint set` with no replica leading applies the change itself, through the changelog', async () => {
+    const sim = await simulatorForTest({ reviewCount: 20, seed: SEED + 1 });
+    const env = testEnv(sim.url);
+    const b = await startTestBridge(env);
+    onTestFinished(() => b.stop());
+    await initialLoadDone(b);
+    expect((await runCliFull('pause', env)).code).toBe(0);
+    await b.stop();
+    const before = JSON.parse((await runCliFull(['checkpoint', 'get'], env)).stdout) as CheckpointView;
+    expect(before.paused).toBe(true);
+    const to = '2023-06-01T00:00:00.000Z';
+    const set = await runCliFull(['checkpoint', 'set', '--watermark', to], env, 90_000);
+    expect(set.code, set.stderr).toBe(0);
+    expect(JSON.parse(set.stdout)).toEqual({ applied: true, watermark: to });
+    const after = JSON.parse((await runCliFull(['checkpoint', 'get'], env)).stdout) as CheckpointView;
+    expect(after).toMatchObject({ watermark: to, pendingChange: null, paused: true });
+    expect(after.changelog.txn).toBe(before.changelog.txn! + 1);
+    const usage = await runCliFull(['checkpoint', 'set', '--watermark', 'soon'], env);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/--watermark/);
+  }, 120_000);
 });
