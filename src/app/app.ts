@@ -192,10 +192,9 @@ function watchDependencies(
   keyPrefix: string,
   clock: Clock,
 ): void {
-  let lastRedisError: unknown = null;
-  // ioredis reports connection failures (refused, auth) as events while its commands wait in the offline queue.
-  redis.on('error', (err: unknown) => (lastRedisError = err));
-  redis.on('ready', () => (lastRedisError = null));
+  let lastRedisError: { at: number; err: unknown } | null = null;
+  // ioredis reports connection failures (refused, auth, a read-only server) as events while its commands wait.
+  redis.on('error', (err: unknown) => (lastRedisError = { at: clock.now(), err }));
   dependencies.register('kafka', { check: () => parts.kafka.ping() });
   dependencies.register('redis', {
     check: () =>
@@ -209,7 +208,8 @@ function watchDependencies(
         },
         30_000,
       ),
-    lastError: () => lastRedisError,
+    // Only a recent one explains a check that timed out now.
+    lastError: () => (lastRedisError && clock.now() - lastRedisError.at < 15_000 ? lastRedisError.err : undefined),
   });
   dependencies.register('upstream', {
     check: upstreamCheck(parts),

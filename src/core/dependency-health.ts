@@ -93,7 +93,8 @@ export function settingsToCheck(dependency: DependencyName, reason: DependencyRe
       // Not a setting of the bridge: the Redis server's maxmemory (and its eviction policy) is what to raise.
       return ['maxmemory (Redis server)', ...s.address];
     case 'readonly':
-      return ['replica-read-only / disk (Redis server)', ...s.address];
+      // A replica named as the primary, or a server that refuses writes after a failed save (a full disk).
+      return [...s.address, 'role and disk (Redis server)'];
     default:
       return s.address;
   }

@@ -63,7 +63,13 @@ export function connectRedis(
     lazyConnect: false,
     // A primary demoted by a failover answers writes with READONLY: reconnect (to the new primary) and resend;
     // READONLY means the write was not executed, so resending cannot apply it twice.
-    reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
+    // The refusal is told as an 'error' event too: a Redis that stays read-only (a replica named as the primary)
+    // retries every write for ever, and the event is what names it (src/app/dependencies.ts).
+    reconnectOnError: (err) => {
+      if (!err.message.startsWith('READONLY')) return false;
+      client.emit('error', err);
+      return 2;
+    },
     ...options,
   };
   const { target } = connection;

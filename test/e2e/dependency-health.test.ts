@@ -211,4 +211,37 @@ describe('Redis', () => {
     expect(after).toMatch(/^reviews_bridge_dependency_failing\{[^}]*dependency="redis"[^}]*reason="none"[^}]*\} 0$/m);
     admin.disconnect();
   }, 120_000);
+
+  it('a read-only replica is named as readonly, with the settings to check', async () => {
+    const primary = await ownRedis();
+    const replica = await ownRedis();
+    await replica.admin.call('REPLICAOF', '127.0.0.1', String(primary.server.port));
+    await waitFor(
+      async () => ((await replica.admin.info('replication')).includes('master_link_status:up') ? true : undefined),
+      20_000,
+      'the replica to follow its primary',
+    );
+    const env = testEnv(await upstream(), { REDIS_URL: replica.server.url });
+    const { child, port } = await spawnOn(env, 'redis-readonly');
+    const named = await waitFor(
+      async () => {
+        const r = await readyz(port);
+        return r.body.dependencies?.redis?.status === 'failing' ? r : undefined;
+      },
+      30_000,
+      '/readyz to name redis',
+      250,
+    );
+    expect(named.status).toBe(503);
+    expect(named.body.dependencies!.redis).toMatchObject({ reason: 'readonly' });
+    expect(named.body.dependencies!.redis!.settings).toContain('REDIS_URL');
+    const warned = await waitFor(
+      () => logLines(child.log()).filter((l) => l.level >= 40 && l.line.includes('"reason":"readonly"')),
+      10_000,
+      'the readonly warning',
+    );
+    expect(warned).toHaveLength(1);
+    primary.admin.disconnect();
+    replica.admin.disconnect();
+  }, 60_000);
 });
