@@ -6,7 +6,9 @@ import { accountKeys, type AccountKeys, type BridgeRedis } from '../redis/connec
 import { leaseHolder } from '../redis/lease.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import type { RouteSpec } from './api.js';
-import { parseEmptyBody, parseResyncBody } from './bodies.js';
+import { parseCheckpointBody, parseEmptyBody, parseResyncBody } from './bodies.js';
+import { checkpointChangeRefusal } from '../core/checkpoint-change.js';
+import { readCheckpointView } from '../redis/checkpoint-view.js';
 import { problem, type Answer } from './answers.js';
 
 // What the admin API does once a request is authenticated and routed: reads status from Redis, and records an
@@ -69,7 +71,14 @@ export class AdminActions {
     if (route.action === 'status') {
       return { status: 200, outcome: 'ok', body: await readAccountStatus(redis, ref, this.deps.durability(), clock) };
     }
-    const checked = route.action === 'resync' ? parseResyncBody(body, now) : parseEmptyBody(body);
+    if (route.action === 'checkpoint')
+      return { status: 200, outcome: 'ok', body: await readCheckpointView(redis, ref) };
+    const checked =
+      route.action === 'resync'
+        ? parseResyncBody(body, now)
+        : route.action === 'checkpoint_set'
+          ? parseCheckpointBody(body, now)
+          : parseEmptyBody(body);
     if (!checked.ok) return problem(400, 'bad_request', 'bad request', checked.problem);
     let done: { result: Record<string, unknown>; detail?: Record<string, unknown> };
     switch (route.action) {
@@ -90,6 +99,17 @@ export class AdminActions {
       case 'resync':
         done = await this.resync(account, checked.value as ResyncScope, now);
         break;
+      case 'checkpoint_set': {
+        const refusal = checkpointChangeRefusal(await account.store.pausedSince());
+        if (refusal !== null) return problem(409, 'conflict', 'conflict', { message: refusal });
+        const { watermark } = checked.value as { watermark: number };
+        await account.store.requestCheckpointChange({ watermark, requestedAt: now, by: who });
+        done = {
+          result: { ...(await this.requested(account, now)), watermark: iso(watermark) },
+          detail: { watermark: iso(watermark) },
+        };
+        break;
+      }
       default:
         return problem(404, 'not_found', 'not found');
     }

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { AccountStatusSchema, AccountsOverviewSchema } from '../core/account-status.js';
 import { ResyncScopeSchema } from '../core/resync-request.js';
 import type { AdminAction } from '../ops/metrics.js';
-import { EmptyBodySchema, ResyncBodySchema } from './bodies.js';
+import { CheckpointViewSchema } from '../core/checkpoint-change.js';
+import { CheckpointBodySchema, EmptyBodySchema, ResyncBodySchema } from './bodies.js';
 
 // The admin API's routes and the zod schemas of what they take and answer: the server validates bodies and its own
 // answers with them, and the OpenAPI document (src/admin/openapi.ts) is generated from the same table, so the two
@@ -34,6 +35,11 @@ export const ResyncRequestedSchema = RequestedSchema.extend({
   scope: ResyncScopeSchema,
 });
 
+/** The answer to a checkpoint change: recorded for the leader, which applies it while the account stays paused. */
+export const CheckpointChangeRequestedSchema = RequestedSchema.extend({
+  watermark: iso.describe('the watermark the leader commits (to the Kafka changelog, then Redis)'),
+});
+
 /** Every error answer: what went wrong, and for a bad body the field at fault. */
 export const ErrorSchema = z.object({
   error: z.string(),
@@ -49,14 +55,17 @@ export const NAMED_SCHEMAS: ReadonlyArray<[name: string, schema: z.ZodType, io: 
   ['Resumed', ResumedSchema, 'output'],
   ['Requested', RequestedSchema, 'output'],
   ['ResyncRequested', ResyncRequestedSchema, 'output'],
+  ['Checkpoint', CheckpointViewSchema, 'output'],
+  ['CheckpointChangeRequested', CheckpointChangeRequestedSchema, 'output'],
   ['Error', ErrorSchema, 'output'],
   ['EmptyBody', EmptyBodySchema, 'input'],
   ['ResyncBody', ResyncBodySchema, 'input'],
+  ['CheckpointBody', CheckpointBodySchema, 'input'],
 ];
 
 /** One route of the admin API. */
 export interface RouteSpec {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT';
   /** OpenAPI path template; `{account}` is the one parameter. */
   path: string;
   action: AdminAction;
@@ -66,6 +75,8 @@ export interface RouteSpec {
   /** The success status and the answer's schema. */
   status: 200 | 202;
   response: z.ZodType;
+  /** When the route answers 409, why. */
+  conflict?: string;
 }
 
 const ACCOUNT_PATH = '/v1/accounts/{account}';
@@ -132,6 +143,27 @@ export const ROUTES: readonly RouteSpec[] = [
     body: EmptyBodySchema,
     status: 202,
     response: RequestedSchema,
+  },
+  {
+    method: 'GET',
+    path: `${ACCOUNT_PATH}/checkpoint`,
+    action: 'checkpoint',
+    summary:
+      'The checkpoint: watermark, sweep cursor, initial-load state, changelog position, deployment identity, pause',
+    status: 200,
+    response: CheckpointViewSchema,
+  },
+  {
+    method: 'PUT',
+    path: `${ACCOUNT_PATH}/checkpoint`,
+    action: 'checkpoint_set',
+    summary:
+      'Rewind (or move) the watermark while the account is paused; the leader commits it to the changelog and Redis, ' +
+      'and polls re-read from there on resume (the diff drops what the snapshot already has)',
+    body: CheckpointBodySchema,
+    status: 202,
+    response: CheckpointChangeRequestedSchema,
+    conflict: 'The account is not paused: pause it first (KIP-875: offsets change only while stopped)',
   },
 ];
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ResyncScope } from '../core/resync-request.js';
+import { parseWatermark } from '../core/checkpoint-change.js';
 
 // Request bodies of the admin API: their zod schemas (the OpenAPI document shows them as they are) and their
 // validation, whose error names the field at fault so that a script or a runbook can say what to fix.
@@ -27,6 +28,15 @@ export const ResyncBodySchema = z
     z.strictObject({ all: z.literal(true).describe('re-read every review') }),
   ])
   .describe('Exactly one of ids, since, all');
+
+/** The body of PUT .../checkpoint: the watermark to rewind (or move) to. */
+export const CheckpointBodySchema = z
+  .strictObject({
+    watermark: z
+      .union([z.iso.datetime({ offset: true }), z.iso.date(), z.number().int().nonnegative()])
+      .describe('the new watermark: an ISO 8601 date or date-time, or epoch milliseconds; not in the future'),
+  })
+  .describe('The checkpoint fields to change (the account must be paused)');
 
 /** A body that could not be accepted: which field (a dotted path, `body` for the whole) and what is wrong. */
 export interface BodyProblem {
@@ -86,4 +96,13 @@ export function parseResyncBody(raw: unknown, now: number): BodyResult<ResyncSco
     return { ok: true, value: { kind: 'since', since } };
   }
   return { ok: true, value: { kind: 'all' } };
+}
+
+/** Validates the body of a checkpoint change into the watermark (ms); `now` bounds it. */
+export function parseCheckpointBody(raw: unknown, now: number): BodyResult<{ watermark: number }> {
+  const parsed = CheckpointBodySchema.safeParse(raw);
+  if (!parsed.success) return { ok: false, problem: problemOf(parsed.error.issues[0]!) };
+  const watermark = parseWatermark(parsed.data.watermark, now);
+  if ('problem' in watermark) return { ok: false, problem: { field: 'watermark', message: watermark.problem } };
+  return { ok: true, value: { watermark: watermark.ms } };
 }

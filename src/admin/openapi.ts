@@ -59,6 +59,7 @@ export function openApiDocument(): Json {
     };
     if (route.body) responses['400'] = errorResponse('The body is not valid: `field` names the field at fault');
     if (hasAccount) responses['404'] = errorResponse('No such account in this deployment');
+    if (route.conflict) responses['409'] = errorResponse(route.conflict);
     const operation: Json = {
       operationId: route.action,
       summary: route.summary,

@@ -120,6 +120,11 @@ export interface AccountContext {
   startSlots?: StartSlots;
   /** What the process learnt of shared changelogs, so new accounts' full restores skip what it read; absent: none. */
   changelogIndex?: ChangelogIndex;
+  /**
+   * Whether a failure is a dependency's that the process has already logged (src/app/dependencies.ts): the
+   * account then logs it at debug only. Absent: every failure is logged as it comes.
+   */
+  explainFailure?: (err: unknown) => Promise<boolean>;
 }
 
 /**
@@ -160,6 +165,8 @@ export class AccountBridge {
   readonly loop: BridgeLoop;
   private readonly leadership: LazyPasses<Passes>;
   private leader: { publisher: KafkaPublisher; source: UpstreamClient } | null = null;
+  /** Whether the upstream refused this account's credentials at the last check (while leading). */
+  private refused = false;
 
   constructor(
     readonly config: BridgeConfig,
@@ -202,9 +209,13 @@ export class AccountBridge {
           passes: passesFromConfig(config, adapters, options),
           connect: async () => {
             const gate = this.context.connectGate ?? ((_key: string, connect: () => Promise<void>) => connect());
-            await gate(topicsKey, () => publisher.connect()).catch((err: unknown) => {
-              // Said apart from the pass failure that follows: Kafka (address, TLS, SASL) is what to look at.
-              logger.error({ err }, 'cannot connect to Kafka yet; the leadership retries with backoff');
+            await gate(topicsKey, () => publisher.connect()).catch(async (err: unknown) => {
+              // Said apart from the pass failure that follows: Kafka (address, TLS, SASL) is what to look at; once,
+              // by the process's dependency monitor, when it can tell (a library's retries are not news).
+              const known = await (context.explainFailure?.(err) ?? Promise.resolve(false)).catch(() => false);
+              const line = 'cannot connect to Kafka yet; the leadership retries with backoff';
+              if (known) logger.debug({ err }, line);
+              else logger.error({ err }, line);
               throw err;
             });
             this.metrics.topicDurability(Object.values(config.kafka.topics), publisher.durabilityShortfalls());
@@ -233,6 +244,7 @@ export class AccountBridge {
         leaseTtlMs: config.lease.ttlMs,
       },
       onStandby: () => this.leadership.release(),
+      explainFailure: context.explainFailure,
     });
   }
 
@@ -244,6 +256,24 @@ export class AccountBridge {
   /** The upstream client of the leadership this replica holds, or null. */
   get source(): UpstreamClient | null {
     return this.leader?.source ?? null;
+  }
+
+  /** Checks the upstream credentials while this replica leads the account (a token fetch); rejects as it fails. */
+  async checkCredentials(): Promise<void> {
+    const source = this.source;
+    if (!source) return void (this.refused = false);
+    try {
+      await source.checkCredentials();
+      this.refused = false;
+    } catch (err) {
+      this.refused = true;
+      throw err;
+    }
+  }
+
+  /** Whether the upstream refused this account's credentials at the last check. */
+  credentialsRefused(): boolean {
+    return this.refused;
   }
 
   /** Starts the loop: it takes the lease when it can and connects Kafka then (retrying with backoff). */

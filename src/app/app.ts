@@ -16,7 +16,9 @@ import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
 import { warnAboutEviction } from '../redis/eviction.js';
 import { startAdminServer, type AdminServer } from '../admin/server.js';
 import { startTracing } from './tracing.js';
-import { processLiveness, processReadiness } from './health.js';
+import { processLiveness, processReadiness, upstreamCheck } from './health.js';
+import { DependencyMonitor } from './dependencies.js';
+import { publishReplicaHealth } from '../redis/replica-health.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loops, one per
 // account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
@@ -76,17 +78,20 @@ export async function startApp(
   const redis = connectRedisFromConfig(first.redis);
   const durability = await watchDurability(redis, first.redis, logger, clock);
   await warnAboutEviction(redis, logger);
-  const parts = buildParts(list, redis, logger, options);
+  const dependencies = new DependencyMonitor({ logger, now: () => clock.now() });
+  const parts = buildParts(list, redis, logger, options, dependencies);
   const { accounts, allotment, kafka, tracing } = parts;
+  watchDependencies(dependencies, parts, redis, first.redis.keyPrefix, clock);
 
   let admin: AdminServer | null = null;
-  const health = { accounts, only: parts.only, redis, kafka, durability, clock };
+  const health = { accounts, only: parts.only, redis, kafka, durability, dependencies, clock };
   const ops = await portSetting('HTTP_PORT', first.http, startOpsServer, {
     host: first.http.host,
     port: first.http.port,
     metrics: mergedMetrics(() => [
       parts.processRegistry,
       durability.registry,
+      dependencies.registry,
       ...(admin ? [admin.metrics.registry] : []),
       ...[...accounts.values()].map((a) => a.metrics.registry),
     ]),
@@ -105,6 +110,7 @@ export async function startApp(
         clock: () => clock.now(),
       });
     } catch (err) {
+      dependencies.stop();
       durability.stop();
       await allotment.stop();
       await kafka.close();
@@ -117,6 +123,7 @@ export async function startApp(
 
   // After the ops server: the first beat waits for Redis, and /healthz and /readyz must answer meanwhile (a wrong
   // Redis password is reported there, not by a port that refuses connections).
+  dependencies.start();
   await allotment.start();
   for (const bridge of accounts.values()) bridge.start();
 
@@ -126,6 +133,7 @@ export async function startApp(
     // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
     // and take each lease the moment it is released.
     durability.stop();
+    dependencies.stop();
     await allotment.stop();
     await Promise.allSettled([...accounts.values()].map((a) => a.stop()));
     await kafka.close();
@@ -174,6 +182,47 @@ async function watchDurability(
   return durability;
 }
 
+/**
+ * Registers the process's own dependencies: Kafka (a metadata request over the probe's connection), Redis (the
+ * replica's health report written for `status`: a write, so a Redis refusing writes is seen) and the upstream
+ * credentials of the accounts this replica leads (gating readiness only for a one-account process).
+ */
+function watchDependencies(
+  dependencies: DependencyMonitor,
+  parts: AppParts,
+  redis: BridgeRedis,
+  keyPrefix: string,
+  clock: Clock,
+): void {
+  let lastRedisError: { at: number; err: unknown } | null = null;
+  // ioredis reports connection failures (refused, auth, a read-only server) as events while its commands wait.
+  redis.on('error', (err: unknown) => (lastRedisError = { at: clock.now(), err }));
+  dependencies.register('kafka', { check: () => parts.kafka.ping() });
+  dependencies.register('redis', {
+    check: () =>
+      publishReplicaHealth(
+        redis,
+        keyPrefix,
+        {
+          replica: parts.replica,
+          checkedAt: new Date(clock.now()).toISOString(),
+          dependencies: dependencies.reports(),
+        },
+        30_000,
+      ),
+    // Only a recent one explains a check that timed out now.
+    lastError: () => (lastRedisError && clock.now() - lastRedisError.at < 15_000 ? lastRedisError.err : undefined),
+  });
+  dependencies.register('upstream', {
+    check: upstreamCheck(parts),
+    gatesReadiness: parts.only,
+    detail: () => ({
+      accounts: [...parts.accounts.values()].filter((a) => a.credentialsRefused()).map((a) => a.account),
+    }),
+    intervalMs: 60_000,
+  });
+}
+
 /** What a process is made of before anything starts: its accounts, the allotment, the Kafka probe, tracing. */
 interface AppParts {
   /** Whether the process runs one account, which keeps the process metrics and readiness under its own name. */
@@ -187,7 +236,13 @@ interface AppParts {
 }
 
 /** Builds the parts of a process over its one Redis connection; nothing connects or starts yet but tracing. */
-function buildParts(list: readonly BridgeConfig[], redis: BridgeRedis, logger: Logger, options: AppOptions): AppParts {
+function buildParts(
+  list: readonly BridgeConfig[],
+  redis: BridgeRedis,
+  logger: Logger,
+  options: AppOptions,
+  dependencies: DependencyMonitor,
+): AppParts {
   const first = list[0]!;
   // The only account of a process keeps its process metrics and readiness under its own name (dashboards and
   // probes of one-account deployments read them so); several accounts share the process's.
@@ -202,6 +257,7 @@ function buildParts(list: readonly BridgeConfig[], redis: BridgeRedis, logger: L
     ttlMs: Math.max(...list.map((c) => c.lease.ttlMs)),
     logger,
     ...(options.clock ? { sleep: options.clock.sleep } : {}),
+    explainFailure: (err) => dependencies.explains(err),
   });
   const gate = connectGate();
   const startSlots = new StartSlots(first.leadership.startConcurrency);
@@ -221,6 +277,7 @@ function buildParts(list: readonly BridgeConfig[], redis: BridgeRedis, logger: L
         startSlots,
         changelogIndex,
         tracer: tracing.tracer,
+        explainFailure: (err) => dependencies.explains(err),
       },
       options,
     );

@@ -5,10 +5,13 @@ import type { LivenessResult, ReadinessResult } from '../ops/http-server.js';
 import type { BridgeRedis } from '../redis/connection.js';
 import { durabilityMessage, type DurabilityWatch } from '../redis/durability.js';
 import type { AccountBridge } from './account.js';
+import type { DependencyMonitor } from './dependencies.js';
 
 // What /healthz and /readyz say about the whole process: its accounts' loops, Redis, Kafka and the upstream
-// credentials. The only account of a process is reported under its own name (dashboards and probes of one-account
-// deployments read it so); several accounts are summed up.
+// credentials. The dependencies are checked by the DependencyMonitor on its own schedule (src/app/dependencies.ts):
+// readiness answers from what it knows, naming each failing dependency with its reason and since when, and never
+// waits on a hanging broker. The only account of a process is reported under its own name (dashboards and probes
+// of one-account deployments read it so); several accounts are summed up.
 
 /** What the process's probes look at. */
 export interface HealthSources {
@@ -18,7 +21,9 @@ export interface HealthSources {
   redis: BridgeRedis;
   kafka: KafkaProbe;
   durability: DurabilityWatch;
-  /** Times the cached checks (Kafka, upstream credentials). */
+  /** kafka, redis (a write), upstream credentials, and what else registered. */
+  dependencies: DependencyMonitor;
+  /** The process's clock (the dependency monitor times its checks with it). */
   clock: Pick<Clock, 'now'>;
 }
 
@@ -36,80 +41,84 @@ export function processLiveness(src: HealthSources): () => LivenessResult {
   };
 }
 
-/** The readiness check: Redis, its durability, Kafka, the credentials of the accounts this replica leads, the role. */
+/** The readiness check: the dependencies (Kafka, Redis taking writes, upstream credentials), durability, the role. */
 export function processReadiness(src: HealthSources): () => Promise<ReadinessResult> {
-  const checkUpstream = cache(src.clock);
-  const { redis, kafka, durability } = src;
+  const { redis, durability, dependencies } = src;
   return async (): Promise<ReadinessResult> => {
     const all = [...src.accounts.values()];
-    // The credentials of an account are checked by the replica that leads it (the one with its upstream client).
-    const credentialsOf = (a: AccountBridge) => {
-      const source = a.source;
-      return source ? checkUpstream(`upstream:${a.account}`, () => source.checkCredentials(), 60_000) : true;
-    };
-    const [redisOk, kafkaOk, credentials, pausedSince] = await Promise.all([
-      redis.ping().then(
-        () => true,
-        () => false,
-      ),
-      checkUpstream('kafka', () => kafka.ping()),
-      Promise.all(all.map(credentialsOf)),
-      // Reported for the only account (several accounts each have their pause flag).
-      src.only ? all[0]!.store.pausedSince().catch(() => null) : null,
-    ]);
+    // Reported for the only account (several accounts each have their pause flag); a Redis that does not answer
+    // is already named by the dependencies, and must not hold the probe up.
+    const pausedSince = src.only ? await bounded(all[0]!.store.pausedSince(), 500) : null;
     const loops = all.map((a) => a.health());
     const starting = loops.every((h) => h.role === 'starting');
     const unmet = durabilityMessage(durability.state());
     const durable = unmet === null || durability.state().kind === 'unknown';
+    const reports = dependencies.reports();
+    const ok = (name: string) => reports[name]?.status === 'ok';
+    const redisOk = ok('redis') || (reports.redis?.status === 'unknown' && (await pinged(redis)));
     if (src.only) {
       const role = loops[0]!.role;
       return {
-        ok: redisOk && durable && kafkaOk && credentials[0]! && role !== 'starting',
+        ok: dependencies.ready() && durable && role !== 'starting',
         checks: {
           redis: redisOk,
           redis_durability: unmet ?? true,
-          kafka: kafkaOk,
-          upstream_credentials: credentials[0]!,
+          kafka: ok('kafka'),
+          upstream_credentials: reports.upstream?.status !== 'failing',
           role,
           paused: pausedSince !== null,
         },
+        dependencies: reports,
       };
     }
     // One account's bad credentials must not take the whole process out of service (every other account would
     // stop with it on a rollout): they are reported by account and in the metrics, not in `ok`.
-    const refused = all.filter((_, i) => !credentials[i]).map((a) => a.account);
+    const refused = all.filter((a) => a.credentialsRefused()).map((a) => a.account);
     return {
-      ok: redisOk && durable && kafkaOk && !starting,
+      ok: dependencies.ready() && durable && !starting,
       checks: {
         redis: redisOk,
         redis_durability: unmet ?? true,
-        kafka: kafkaOk,
+        kafka: ok('kafka'),
         accounts: String(all.length),
         leading: String(loops.filter((h) => h.role === 'leader').length),
         upstream_credentials_refused: refused.join(',') || 'none',
       },
+      dependencies: reports,
     };
   };
+}
+
+/** The upstream check of a process: the credentials of every account this replica leads (cached per account). */
+export function upstreamCheck(src: Pick<HealthSources, 'accounts'>): () => Promise<void> {
+  return async () => {
+    const failures: unknown[] = [];
+    await Promise.all([...src.accounts.values()].map((a) => a.checkCredentials().catch((err) => failures.push(err))));
+    if (failures.length > 0) throw failures[0];
+  };
+}
+
+async function pinged(redis: BridgeRedis): Promise<boolean> {
+  return (
+    (await bounded(
+      redis.ping().then(
+        () => true,
+        () => false,
+      ),
+      500,
+    )) ?? false
+  );
+}
+
+/** The value of `p`, or null when it takes longer than `ms` or fails. */
+function bounded<T>(p: Promise<T>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+  return Promise.race([p.catch(() => null), late]).finally(() => clearTimeout(timer));
 }
 
 function roles(loops: readonly LoopHealth[]): Record<string, number> {
   const count: Record<string, number> = { leader: 0, standby: 0, starting: 0 };
   for (const h of loops) count[h.role] = (count[h.role] ?? 0) + 1;
   return count;
-}
-
-/** Caches a boolean health check for `ttlMs` so probes stay cheap. */
-function cache(clock: Pick<Clock, 'now'>, defaultTtlMs = 5_000) {
-  const entries = new Map<string, { at: number; ok: boolean; ttl: number }>();
-  return async (name: string, check: () => Promise<unknown>, ttlMs = defaultTtlMs): Promise<boolean> => {
-    const hit = entries.get(name);
-    if (hit && clock.now() - hit.at < hit.ttl) return hit.ok;
-    const ok = await check().then(
-      () => true,
-      () => false,
-    );
-    // A failure is re-checked sooner than a success so that readiness recovers quickly.
-    entries.set(name, { at: clock.now(), ok, ttl: ok ? ttlMs : Math.min(ttlMs, 2_000) });
-    return ok;
-  };
 }

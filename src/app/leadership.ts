@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ResyncRequest } from '../core/resync-request.js';
+import type { CheckpointChange } from '../core/checkpoint-change.js';
 import type { LongPassRun, PassRunner } from '../bridge/passes/index.js';
 import type { PassSummary } from '../bridge/pipeline.js';
 import type { Checkpoint } from '../redis/snapshot-store.js';
@@ -167,5 +168,9 @@ export class LazyPasses<P extends PassRunner = PassRunner> implements PassRunner
 
   async heartbeat(epoch: number, paused: boolean): Promise<void> {
     return (await this.acquire()).heartbeat(epoch, paused);
+  }
+
+  async applyCheckpointChange(epoch: number): Promise<CheckpointChange | null> {
+    return (await (await this.acquire()).applyCheckpointChange?.(epoch)) ?? null;
   }
 }

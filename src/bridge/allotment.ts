@@ -23,6 +23,8 @@ export interface AllotmentOptions {
   logger: Logger;
   /** Waits between beats (rejects when the signal aborts); tests pass a fake clock's. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Whether a failed beat is a failing dependency's the process has already logged (then: debug); absent: never. */
+  explainFailure?: (err: unknown) => Promise<boolean>;
 }
 
 /** This replica's share of the accounts, from the live replicas in Redis; hands out gated leases. */
@@ -41,15 +43,22 @@ export class Allotment {
 
   /** Beats once (so that the first share counts the replicas already live), then every third of the ttl. */
   async start(): Promise<void> {
-    await this.beat().catch((err: unknown) => this.options.logger.warn({ err }, 'replica registry not reachable'));
+    await this.beat().catch((err: unknown) => this.beatFailed(err, 'replica registry not reachable'));
     const stopper = (this.stopper = new AbortController());
     this.running = (async () => {
       while (!stopper.signal.aborted) {
         await (this.options.sleep ?? realSleep)(this.options.ttlMs / 3, stopper.signal).catch(() => undefined);
         if (stopper.signal.aborted) break;
-        await this.beat().catch((err: unknown) => this.options.logger.warn({ err }, 'replica beat failed'));
+        await this.beat().catch((err: unknown) => this.beatFailed(err, 'replica beat failed'));
       }
     })();
+  }
+
+  /** A beat failed: a warning, unless a dependency's failure the process has said once (Redis refusing writes). */
+  private async beatFailed(err: unknown, message: string): Promise<void> {
+    const explained = (await this.options.explainFailure?.(err).catch(() => false)) ?? false;
+    if (explained) this.options.logger.debug({ err }, message);
+    else this.options.logger.warn({ err }, message);
   }
 
   /** Stops beating and leaves the registry, so that the other replicas count one fewer at once. */

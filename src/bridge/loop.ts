@@ -33,6 +33,11 @@ export interface LoopDeps {
   random?: () => number;
   /** Called while standing by, after the sweep and any resync went back: frees what only a leader needs. */
   onStandby?: () => Promise<void>;
+  /**
+   * Whether a failure is a dependency's the process has already reported (kafka unreachable, redis refusing
+   * writes...): it is then logged at debug, the dependency's own line having said it once. Absent: never.
+   */
+  explainFailure?: (err: unknown) => Promise<boolean>;
 }
 
 /** Liveness as the ops server reports it. */
@@ -117,7 +122,7 @@ export class BridgeLoop {
     try {
       return epoch === 0 ? await this.keeper.renewNow() : epoch;
     } catch (err) {
-      this.failures.fail(err, 'lease');
+      this.failures.fail(err, 'lease', await this.explained(err));
       await this.pause(this.failures.recover().ms);
       return null;
     }
@@ -139,6 +144,8 @@ export class BridgeLoop {
       if (await this.chores.paused(epoch)) {
         // No upstream request while paused; the sweep resumes from its checkpoint on resume.
         await this.work.abandon();
+        // An operator's checkpoint change, recorded while paused (KIP-875: offsets change while stopped).
+        await this.work.applyCheckpointChange(epoch);
         return await this.pause(pausedWaitMs(this.deps.timing));
       }
       const waitMs = await this.work.step(epoch, this.workController.signal);
@@ -158,7 +165,7 @@ export class BridgeLoop {
       this.deps.logger.info({ epoch }, 'pass abandoned: the lease is no longer held here');
       return;
     }
-    this.failures.fail(err, 'pass');
+    this.failures.fail(err, 'pass', await this.explained(err));
     const next = this.failures.recover();
     if (next.kind === 'restore') {
       // Redis lost the account's keys, or a Kafka commit may have landed unseen: take the account anew (renew the
@@ -167,6 +174,10 @@ export class BridgeLoop {
       await this.keeper.renewNow().catch(() => undefined);
     }
     await this.pause(next.ms);
+  }
+
+  private async explained(err: unknown): Promise<boolean> {
+    return (await this.deps.explainFailure?.(err).catch(() => false)) ?? false;
   }
 
   private becomes(role: 'leader' | 'standby', epoch: number): void {

@@ -17,9 +17,11 @@ import { newResyncRequest, parseResyncArgs, UsageError } from '../core/resync-re
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import { checkpointChangeRefusal, parseWatermark } from '../core/checkpoint-change.js';
+import { readCheckpointView } from '../redis/checkpoint-view.js';
 
 // The commands: `run` (the service), `sweep` (one full pass now), `status`, `pause` / `resume`, `resync`,
-// `simulate` (the upstream stand-in).
+// `restore`, `checkpoint get|set`, `simulate` (the upstream stand-in).
 // src/cli.ts is the process entry that calls main().
 
 const USAGE = `usage: reviews-bridge <command>
@@ -29,13 +31,16 @@ const USAGE = `usage: reviews-bridge <command>
              --wait: follow it to the end with a progress bar (plain lines when not a terminal)
   status     watermark, sweep cursor and progress, snapshot size, lease holder, pause, last passes (JSON);
              with an accounts file: every account and the replica leading it, and the live replicas
-  With BRIDGE_ACCOUNTS_FILE, sweep, pause, resume, resync and restore act on one account: --account <id> (status: all,
-  or the one named).
+  With BRIDGE_ACCOUNTS_FILE, sweep, pause, resume, resync, restore and checkpoint act on one account:
+  --account <id> (status: all, or the one named).
   pause      stop upstream traffic (the leader honours it within one tick; kept across restarts)
   resume     lift a pause; polling continues from the watermark, nothing is lost
   resync     re-read chosen reviews: --ids 1,2,3 | --since <date> | --all  [--wait]
   restore    rebuild the Redis snapshot and checkpoint from the Kafka changelog (asks the running leader, or
              does it here when no replica leads)
+  checkpoint get                       the checkpoint: watermark, sweep cursor, initial load, changelog position
+  checkpoint set --watermark <date>    rewind (or move) the watermark, only while paused: the leader commits it to
+             the changelog and Redis; polls re-read from there on resume (date: ISO 8601 or epoch milliseconds)
   simulate   the bundled upstream simulator (simulate --help)
 `;
 
@@ -335,7 +340,60 @@ async function resync(config: BridgeConfig, args: string[], clock: Clock): Promi
   }
 }
 
-const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync', 'restore'];
+/**
+ * `checkpoint get` prints the account's checkpoint; `checkpoint set --watermark <date>` records a change for the
+ * leader (only while paused), or applies it here when no replica leads.
+ */
+async function checkpoint(config: BridgeConfig, args: string[], clock: Clock): Promise<void> {
+  const [sub, ...rest] = args;
+  if (sub !== 'get' && sub !== 'set')
+    throw new UsageError('checkpoint: expected `checkpoint get` or `checkpoint set --watermark <date>`');
+  const ref = { account: config.account, keyPrefix: config.redis.keyPrefix };
+  if (sub === 'get') {
+    if (rest.length > 0) throw new UsageError(`checkpoint get: unknown argument ${JSON.stringify(rest[0])}`);
+    const { redis } = redisFromConfig(config);
+    try {
+      console.log(JSON.stringify(await readCheckpointView(redis, ref), null, 2));
+    } finally {
+      await redis.quit();
+    }
+    return;
+  }
+  const at = rest.indexOf('--watermark');
+  const value = at === -1 ? undefined : rest[at + 1];
+  const unknown = rest.filter((_, i) => i !== at && i !== at + 1);
+  if (value === undefined || unknown.length > 0)
+    throw new UsageError('checkpoint set: expected --watermark <ISO 8601 date or epoch milliseconds>');
+  const parsed = parseWatermark(value, clock.now());
+  if ('problem' in parsed) throw new UsageError(`checkpoint set: --watermark: ${parsed.problem}`);
+  const logger = createLogger(config.logLevel, { account: config.account, command: 'checkpoint' });
+  const { redis, store, keys } = redisFromConfig(config);
+  try {
+    const refusal = checkpointChangeRefusal(await store.pausedSince());
+    if (refusal !== null) {
+      process.stderr.write(`reviews-bridge checkpoint set: ${refusal}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    const watermark = new Date(parsed.ms).toISOString();
+    await store.requestCheckpointChange({ watermark: parsed.ms, requestedAt: clock.now(), by: 'cli' });
+    logger.info({ by: 'cli', watermark }, 'checkpoint change recorded');
+    const lease = await leaseHolder(redis, keys);
+    if (lease) {
+      console.log(JSON.stringify({ requested: true, watermark, leader: lease.holder }));
+      return;
+    }
+    // No replica leads: this command applies it as the leader would, through the changelog then Redis.
+    const done = await leadOnce(config, logger, async ({ epoch, passes }) => {
+      await passes.applyCheckpointChange(epoch);
+    });
+    console.log(JSON.stringify(done ? { applied: true, watermark } : { requested: true, watermark, leader: null }));
+  } finally {
+    await redis.quit();
+  }
+}
+
+const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync', 'restore', 'checkpoint'];
 
 // The flags each command takes besides --account (resync parses its own: src/core/resync-request.ts).
 const FLAGS: Readonly<Record<string, readonly string[]>> = {
@@ -479,6 +537,7 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
     else if (command === 'pause' || command === 'resume') await pause(config, command === 'resume', clock);
     else if (command === 'resync') await resync(config, args, clock);
     else if (command === 'restore') await restore(config, clock);
+    else if (command === 'checkpoint') await checkpoint(config, args, clock);
     else await status(config, clock);
   } catch (err) {
     // Bad arguments, or a setting the environment cannot meet (found at start-up, e.g. REDIS_WAIT_REPLICAS): one

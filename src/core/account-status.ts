@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DependencyReportSchema } from './dependency-health.js';
 import type { Checkpoint } from './checkpoint.js';
 import { fullScanEstimate, progressJson, progressOf } from './progress.js';
 import { ResyncScopeSchema, type ResyncRequest } from './resync-request.js';
@@ -79,6 +80,13 @@ export const AccountStatusSchema = z.object({
     .describe('deletions left undecided by records whose id cannot be read (docs/bad-input.md)'),
   lease: LeaseStatusSchema.nullable(),
   redisDurability: z.string().nullable().describe('null: Redis meets REDIS_WAIT_REPLICAS; else why not'),
+  dependencies: z
+    .object({
+      checkedBy: z.string().nullable().describe('the replica whose report this is (the leader); null: none recent'),
+      checkedAt: isoOrNull,
+      report: z.record(z.string(), DependencyReportSchema),
+    })
+    .describe('each dependency as the leader last found it; redis as this request found it (a write)'),
 });
 
 /** One account's status. */
@@ -134,6 +142,8 @@ export interface AccountRecords {
   restoreRequested: boolean;
   /** null: Redis meets REDIS_WAIT_REPLICAS; else why not. */
   redisDurability: string | null;
+  /** The dependencies as the leader last reported them, redis as the reader found it; absent: not read. */
+  dependencies?: AccountStatus['dependencies'];
 }
 
 const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -199,6 +209,7 @@ export function accountStatus(r: AccountRecords, now: number): AccountStatus {
     },
     lease: r.lease,
     redisDurability: r.redisDurability,
+    dependencies: r.dependencies ?? { checkedBy: null, checkedAt: null, report: {} },
   };
 }
 

@@ -34,6 +34,11 @@ export interface Checkpoint {
 /** Changes to the checkpoint made with a page commit; undefined leaves a field as it is. */
 export interface CheckpointUpdate {
   watermark?: number;
+  /**
+   * An operator's rewind (PUT /v1/accounts/{account}/checkpoint, `checkpoint set`, only while paused): the one
+   * change that moves the watermark back. Polls re-read from there; the diff drops what the snapshot already has.
+   */
+  rewindWatermark?: number;
   initialDone?: boolean;
   sweep?: Checkpoint['sweep'];
   lastSweepAt?: number;
@@ -49,6 +54,7 @@ export function applyCheckpointUpdate<C extends Checkpoint>(ckpt: C, u: Checkpoi
   const next = { ...ckpt };
   if (u.watermark !== undefined && (next.watermark === null || u.watermark > next.watermark))
     next.watermark = u.watermark;
+  if (u.rewindWatermark !== undefined) next.watermark = u.rewindWatermark;
   if (u.initialDone !== undefined) next.initialDone = u.initialDone;
   if (u.sweep !== undefined) next.sweep = u.sweep;
   if (u.lastSweepAt !== undefined) next.lastSweepAt = u.lastSweepAt;

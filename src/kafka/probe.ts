@@ -12,7 +12,9 @@ export class KafkaProbe {
   private admin: Promise<Admin> | null = null;
 
   constructor(config: BridgeConfig['kafka'], logger: Logger) {
-    this.kafka = new Kafka(kafkaOptions(config, logger));
+    // One attempt per ping: the dependency monitor pings again on its own schedule, and a refused connection must
+    // read as such (unreachable), not as a probe that timed out while kafkajs retried.
+    this.kafka = new Kafka({ ...kafkaOptions(config, logger), retry: { retries: 0 } });
   }
 
   /** Resolves when the cluster answers a metadata request; rejects otherwise. */

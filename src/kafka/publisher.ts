@@ -44,23 +44,20 @@ export interface EventSink {
   readonly maxMessageBytes?: number;
 }
 
+/**
+ * kafkajs's own log lines, at debug level whatever their level there: kafkajs logs every reconnect attempt and
+ * retry (with stack traces) as an error, while the failure that matters is said once, naming the settings to check,
+ * by the process's dependency monitor (src/app/dependencies.ts) and by the pass that fails. LOG_LEVEL=debug keeps
+ * them, with kafkajs's level.
+ */
 function kafkaLogger(logger: Logger) {
   return () =>
     ({ level, log }: LogEntry) => {
       const { message, ...extra } = log;
-      // Retries are bounded on purpose (a Kafka outage must fail the pass, not hang it); duplicates that this
-      // could cause after a timeout carry the same event id, so the warning kafkajs gives about it is noise here.
-      if (message.startsWith('Limiting retries for the idempotent producer')) return;
-      // A transaction's AddPartitionsToTxn meeting the previous one still replicating is retried (patches/):
-      // expected on every cluster of more than one broker, not an error worth a log line each time.
-      const error = typeof extra.error === 'string' ? extra.error : '';
-      if (error.includes('another concurrent operation on the same transaction')) return;
-      // A fresh broker (or a moved coordinator) is loading its transaction or group state: kafkajs retries.
-      const child = { component: 'kafkajs', broker: extra.broker, error: extra.error };
-      if (/coordinator is (loading|not available)/.test(error)) return void logger.debug(child, message);
-      if (level === logLevel.ERROR) logger.error(child, message);
-      else if (level === logLevel.WARN) logger.warn(child, message);
-      else logger.debug(child, message);
+      logger.debug(
+        { component: 'kafkajs', kafkajsLevel: logLevel[level], broker: extra.broker, error: extra.error },
+        message,
+      );
     };
 }
 

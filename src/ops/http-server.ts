@@ -18,6 +18,8 @@ export interface LivenessResult {
 export interface ReadinessResult {
   ok: boolean;
   checks: Record<string, boolean | string>;
+  /** Each dependency: ok, or failing with a reason code, since when and the settings to check. */
+  dependencies?: Record<string, { status: string; since?: string; reason?: string; settings?: readonly string[] }>;
 }
 
 /** Options of {@link startOpsServer}. */
@@ -108,7 +110,11 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
       }
       case '/readyz': {
         const result = await readiness();
-        const body = { status: result.ok ? 'ready' : 'not_ready', checks: result.checks };
+        const body = {
+          status: result.ok ? 'ready' : 'not_ready',
+          checks: result.checks,
+          ...(result.dependencies ? { dependencies: result.dependencies } : {}),
+        };
         send(res, result.ok ? 200 : 503, JSON_TYPE, JSON.stringify(body), head);
         return;
       }

@@ -218,6 +218,8 @@ export const ADMIN_ACTIONS = [
   'sweep',
   'resync',
   'restore',
+  'checkpoint',
+  'checkpoint_set',
   'unknown',
 ] as const;
 
@@ -225,7 +227,7 @@ export const ADMIN_ACTIONS = [
 export type AdminAction = (typeof ADMIN_ACTIONS)[number];
 
 /** How an admin API request ended. */
-export const ADMIN_OUTCOMES = ['ok', 'bad_request', 'unauthorized', 'not_found', 'error'] as const;
+export const ADMIN_OUTCOMES = ['ok', 'bad_request', 'unauthorized', 'not_found', 'conflict', 'error'] as const;
 
 /** How an admin API request ended. */
 export type AdminOutcome = (typeof ADMIN_OUTCOMES)[number];

@@ -8,6 +8,13 @@ import {
 import { accountKeys, liveReplicas, type BridgeRedis } from './connection.js';
 import { leaseHolder } from './lease.js';
 import { SnapshotStore } from './snapshot-store.js';
+import { probeRedisWrite, readReplicaHealth } from './replica-health.js';
+import {
+  dependencyReport,
+  failureReason,
+  nextDependencyState,
+  type DependencyState,
+} from '../core/dependency-health.js';
 
 // Reads what `status` shows of an account (and the admin API's GET /v1/accounts) from Redis: one implementation
 // for the command line and the admin API; the shape is src/core/account-status.ts.
@@ -39,8 +46,10 @@ export async function readAccountStatus(
       store.changelogState(),
       store.restoreRequested(),
     ]);
+  const dependencies = await readDependencies(redis, ref.keyPrefix, lease?.holder ?? null, clock());
   return accountStatus(
     {
+      dependencies,
       account: ref.account,
       checkpoint,
       snapshotReviews,
@@ -55,6 +64,36 @@ export async function readAccountStatus(
     },
     clock(),
   );
+}
+
+/**
+ * The dependencies as the account's leader last reported them, and Redis as this reader finds it: a small write,
+ * so a Redis at maxmemory (noeviction) or read-only shows here even when the leader cannot report any more.
+ */
+async function readDependencies(
+  redis: BridgeRedis,
+  prefix: string,
+  leader: string | null,
+  now: number,
+): Promise<AccountStatus['dependencies']> {
+  const [health, written] = await Promise.all([
+    leader === null ? null : readReplicaHealth(redis, prefix, leader).catch(() => null),
+    probeRedisWrite(redis, prefix).then(
+      () => null,
+      (err: unknown) => err,
+    ),
+  ]);
+  const report = { ...(health?.dependencies ?? {}) };
+  const known = report.redis;
+  const previous: DependencyState | undefined =
+    known?.status === 'failing' && known.reason && known.since
+      ? { status: 'failing', reason: known.reason, since: Date.parse(known.since), settings: known.settings ?? [] }
+      : known?.status === 'ok' && known.since
+        ? { status: 'ok', since: Date.parse(known.since) }
+        : undefined;
+  const failure = written === null ? null : { reason: failureReason(written) };
+  report.redis = dependencyReport(nextDependencyState('redis', previous, failure, now).state);
+  return { checkedBy: health?.replica ?? null, checkedAt: health?.checkedAt ?? null, report };
 }
 
 /** Every account's overview line and the live replicas of the deployment (`ttlMs`: the longest lease ttl). */

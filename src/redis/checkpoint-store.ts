@@ -141,6 +141,8 @@ function decodeCandidates(text: string | undefined): Record<string, number[]> | 
 export function checkpointPairs(u: CheckpointUpdate): string[] {
   const pairs: string[] = [];
   if (u.watermark !== undefined) pairs.push('watermark', String(u.watermark));
+  // Written as it is by the commit script (the plain watermark only grows there).
+  if (u.rewindWatermark !== undefined) pairs.push('watermark_rewind', String(u.rewindWatermark));
   if (u.initialDone !== undefined) pairs.push('initial_done', u.initialDone ? '1' : '');
   if (u.lastSweepAt !== undefined) pairs.push('last_sweep_at', String(u.lastSweepAt));
   if (u.lastIncrementalAt !== undefined) pairs.push('last_incremental_at', String(u.lastIncrementalAt));

@@ -65,7 +65,13 @@ export function connectRedis(
     lazyConnect: false,
     // A primary demoted by a failover answers writes with READONLY: reconnect (to the new primary) and resend;
     // READONLY means the write was not executed, so resending cannot apply it twice.
-    reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
+    // The refusal is told as an 'error' event too: a Redis that stays read-only (a replica named as the primary)
+    // retries every write for ever, and the event is what names it (src/app/dependencies.ts).
+    reconnectOnError: (err) => {
+      if (!err.message.startsWith('READONLY')) return false;
+      client.emit('error', err);
+      return 2;
+    },
     ...options,
   };
   const { target } = connection;
@@ -181,6 +187,8 @@ export function accountKeys(prefix: string, account: string) {
     restoreRequest: `${base}:restore-request`,
     /** Operator pause flag (value: when it was paused, ms); kept until resumed, whoever leads. */
     paused: `${base}:paused`,
+    /** An operator's checkpoint change (JSON: the watermark to rewind to), taken by the leader while paused. */
+    checkpointRequest: `${base}:checkpoint-request`,
     /** A pending resync request (JSON of its scope), taken by the leader like the sweep request. */
     resyncRequest: `${base}:resync-request`,
     /** The resync the leader runs (moved from resyncRequest), kept until it completes: a new leader resumes it. */

@@ -1,3 +1,4 @@
+import { CheckpointChangeSchema, type CheckpointChange } from '../core/checkpoint-change.js';
 import { ResyncRequestSchema, type ResyncRequest } from '../core/resync-request.js';
 import type { AccountKeys, BridgeRedis } from './connection.js';
 import { num, safeJson } from './store-common.js';
@@ -56,6 +57,26 @@ export class ControlFlags {
   /** Takes a pending restore request, if any. */
   async takeRestoreRequest(): Promise<boolean> {
     return (await this.redis.getdel(this.keys.restoreRequest)) !== null;
+  }
+
+  /** Records an operator's checkpoint change for the leader (replaces a pending one); only a request. */
+  async requestCheckpointChange(change: CheckpointChange): Promise<void> {
+    await this.redis.set(this.keys.checkpointRequest, JSON.stringify(change));
+  }
+
+  /** The pending checkpoint change without taking it (GET .../checkpoint), or null. */
+  async pendingCheckpointChange(): Promise<CheckpointChange | null> {
+    const raw = await this.redis.get(this.keys.checkpointRequest);
+    const parsed = raw === null ? null : CheckpointChangeSchema.safeParse(safeJson(raw));
+    return parsed?.success ? parsed.data : null;
+  }
+
+  /** Takes the pending checkpoint change, if any ('invalid': an unreadable one, dropped). */
+  async takeCheckpointChange(): Promise<CheckpointChange | 'invalid' | null> {
+    const raw = await this.redis.getdel(this.keys.checkpointRequest);
+    if (raw === null) return null;
+    const parsed = CheckpointChangeSchema.safeParse(safeJson(raw));
+    return parsed.success ? parsed.data : 'invalid';
   }
 
   /** Records a resync request for the leader (replaces a pending one); not fenced, it is only a request. */

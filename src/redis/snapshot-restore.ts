@@ -98,7 +98,8 @@ export class SnapshotRestore {
   ): Promise<boolean> {
     await this.redis.set(this.keys.count, String(await this.countEntries()));
     const pairs = checkpointPairs({
-      ...(ckpt.watermark !== null ? { watermark: ckpt.watermark } : {}),
+      // As the changelog has it, also when lower than Redis's (an operator's rewind Redis had not taken yet).
+      ...(ckpt.watermark !== null ? { rewindWatermark: ckpt.watermark } : {}),
       initialDone: ckpt.initialDone,
       sweep: ckpt.sweep,
       ...(ckpt.lastSweepAt !== null ? { lastSweepAt: ckpt.lastSweepAt } : {}),

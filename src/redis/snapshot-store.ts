@@ -58,6 +58,10 @@ export class SnapshotStore {
   resume: ControlFlags['resume'] = () => this.control.resume();
   pausedSince: ControlFlags['pausedSince'] = () => this.control.pausedSince();
   requestSweep: ControlFlags['requestSweep'] = (...a) => this.control.requestSweep(...a);
+  requestCheckpointChange: ControlFlags['requestCheckpointChange'] = (...a) =>
+    this.control.requestCheckpointChange(...a);
+  pendingCheckpointChange: ControlFlags['pendingCheckpointChange'] = () => this.control.pendingCheckpointChange();
+  takeCheckpointChange: ControlFlags['takeCheckpointChange'] = () => this.control.takeCheckpointChange();
   sweepRequested: ControlFlags['sweepRequested'] = () => this.control.sweepRequested();
   takeSweepRequest: ControlFlags['takeSweepRequest'] = () => this.control.takeSweepRequest();
   requestRestore: ControlFlags['requestRestore'] = (...a) => this.control.requestRestore(...a);

@@ -355,7 +355,7 @@ describe('secrets never leak from the running bridge', () => {
           KAFKA_SASL_USERNAME: 'bridge',
           KAFKA_SASL_PASSWORD_FILE: file('bridge-sasl-pw', wrong.sasl),
         },
-        /cannot connect to Kafka yet/g,
+        /cannot connect to Kafka yet|kafka auth_failed/g,
       ),
       runUntilFailing(
         'upstream-secret',

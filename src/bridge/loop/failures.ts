@@ -6,6 +6,8 @@ import { errorKind } from '../../ops/logger.js';
 // The loop's failures since its last step that succeeded: each is logged once, in the words its kind deserves, and
 // the schedule's recovery (src/core/schedule.ts) reads them to say how long to back off, or to restore.
 
+const PASS_FAILED = 'pass failed; nothing committed past the last page';
+
 /** The failures of a loop, and what to do after them. */
 export class FailureLog {
   /** Failures since the last step that succeeded, and the kind of the last (the schedule's recovery reads it). */
@@ -20,8 +22,11 @@ export class FailureLog {
     this.failures = NO_FAILURE;
   }
 
-  /** Records and logs a failure of `where` (the lease, or a pass). */
-  fail(err: unknown, where: string): void {
+  /**
+   * Records and logs a failure of `where` (the lease, or a pass); `explained`: a dependency's failure the process
+   * has already logged once (its retries are logged at debug only).
+   */
+  fail(err: unknown, where: string, explained = false): void {
     const { logger } = this.deps;
     const kind = kindOf(err);
     const awaitingReplica = this.failures.kind === 'replication' && this.failures.count > 0;
@@ -49,9 +54,14 @@ export class FailureLog {
       return;
     }
     const fenced = kind === 'fenced';
+    if (explained) {
+      // The same words as below, at debug: the dependency's own line said it once (src/app/dependencies.ts).
+      logger.debug({ err, where, failures: this.failures.count, dependencyFailing: true }, PASS_FAILED);
+      return;
+    }
     logger.error(
       { err, where, failures: this.failures.count, fenced },
-      fenced ? 'another replica took over; commit refused' : 'pass failed; nothing committed past the last page',
+      fenced ? 'another replica took over; commit refused' : PASS_FAILED,
     );
   }
 

@@ -67,6 +67,8 @@ export class LeaderWork {
   async step(epoch: number, signal: AbortSignal): Promise<number> {
     const { passes, timing, logger } = this.deps;
     const now = this.deps.clock();
+    // A checkpoint change recorded while paused and not applied before the resume goes first.
+    if (!this.longPass && (await this.applyCheckpointChange(epoch))) return 0;
     // The checkpoint is read only between full scans: while one runs, the loop already knows where it stands.
     if (!this.longPass && (await passes.takeRestoreRequest())) {
       logger.warn({ epoch }, 'restore from the Kafka changelog requested by an operator');
@@ -87,6 +89,21 @@ export class LeaderWork {
     }
     // A deletion-detection step is not asked for yet (detection runs inside the sweep's last page).
     return step.kind === 'wait' ? step.ms : 0;
+  }
+
+  /**
+   * Applies an operator's pending checkpoint change (recorded only while the account was paused), between passes;
+   * resolves whether there was one.
+   */
+  async applyCheckpointChange(epoch: number): Promise<boolean> {
+    const change = await this.deps.passes.applyCheckpointChange?.(epoch);
+    if (!change) return false;
+    const { watermark, by, requestedAt } = change;
+    this.deps.logger.info(
+      { epoch, watermark: new Date(watermark).toISOString(), by, requestedAt: new Date(requestedAt).toISOString() },
+      'checkpoint changed by an operator: polls re-read from the new watermark',
+    );
+    return true;
   }
 
   /** Stands down (another replica leads): the long pass is dropped and a resync goes back for the next leader. */

@@ -10,6 +10,7 @@ import { openFullScan, type LongPassRun } from './full-scan.js';
 import { runIncrementalPoll } from './incremental.js';
 import { openResync, type ResyncProgressSink } from './resync.js';
 import type { ResyncRequest } from '../../core/resync-request.js';
+import type { CheckpointChange } from '../../core/checkpoint-change.js';
 import type { FingerprintKeySource } from '../../core/fingerprint-key.js';
 import { restoreFromChangelog, type RestoreMetrics, type RestorePorts } from '../restore.js';
 import { endSpan, SPAN_ATTRIBUTES } from '../../ops/tracing.js';
@@ -43,6 +44,11 @@ export interface PassRunner {
   pausedSince(): Promise<number | null>;
   /** Publishes a heartbeat: the watermark and the last complete poll, under `epoch`. */
   heartbeat(epoch: number, paused: boolean): Promise<void>;
+  /**
+   * Takes an operator's pending checkpoint change and commits it under `epoch` (Kafka changelog, then Redis, as any
+   * checkpoint); resolves the change applied, or null when none was pending. Called only while the account is paused.
+   */
+  applyCheckpointChange?(epoch: number): Promise<CheckpointChange | null>;
 }
 
 /** The snapshot operations of the pipeline and of deletion detection, plus the operator's sweep requests. */
@@ -66,6 +72,8 @@ export interface PassesSnapshot
   takeResyncRequest(): Promise<ResyncRequest | 'invalid' | null>;
   requeueResync(request: ResyncRequest): Promise<void>;
   pausedSince(): Promise<number | null>;
+  /** Takes an operator's pending checkpoint change ('invalid': unreadable, dropped); absent: none are taken. */
+  takeCheckpointChange?(): Promise<CheckpointChange | 'invalid' | null>;
 }
 
 /** Where the passes publish: change events and dead letters, and deletions. */
@@ -224,6 +232,21 @@ export class Passes implements PassRunner {
       now: this.pipeline.clock(),
     });
     await this.sink.publishHeartbeat(event);
+  }
+
+  async applyCheckpointChange(epoch: number): Promise<CheckpointChange | null> {
+    const change = (await this.snapshot.takeCheckpointChange?.()) ?? null;
+    const { logger } = this.pipeline.deps;
+    if (change === 'invalid') logger.error('dropped an unreadable checkpoint change');
+    if (change === null || change === 'invalid') return null;
+    // Nothing else is in flight while paused; the change is a checkpoint-only commit that must reach the changelog.
+    await this.pipeline.settle();
+    await this.pipeline.committer.commitUnit(epoch, {
+      update: { rewindWatermark: change.watermark },
+      durable: true,
+      force: true,
+    });
+    return change;
   }
 
   /** Runs a whole full scan now (the `sweep` command, benchmarks); `afterPage` runs after every page (progress). */

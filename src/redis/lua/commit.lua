@@ -3,7 +3,8 @@
 -- KEYS[1] epoch counter, KEYS[2] checkpoint hash, KEYS[3] entry count, KEYS[4] bucket manifest, KEYS[5..] buckets
 -- ARGV[1] epoch, ARGV[2] number of checkpoint pairs N, then N (field, value) pairs, then
 -- (bucket index into KEYS from 5, field, value) triples for the entries.
--- Checkpoint rules: an empty value deletes the field; 'watermark' only ever grows; the pseudo-field
+-- Checkpoint rules: an empty value deletes the field; 'watermark' only ever grows ('watermark_rewind', an operator's
+-- rewind, sets it as it is); the pseudo-field
 -- 'expect_txn' is not written but checked first: the checkpoint's changelog transaction must be that one, or Redis
 -- lost commits (a failover to a replica that had not received them) and must be brought up to Kafka first.
 -- Partial loss: a sealed account (checkpoint field 'm', manifest field 'v') lists every bucket in its manifest and
@@ -73,6 +74,9 @@ for i = 3, first_entry - 1, 2 do
     -- checked above
   elseif value == '' then
     redis.call('HDEL', KEYS[2], field)
+  elseif field == 'watermark_rewind' then
+    -- An operator's rewind (only while paused): the one write that moves the watermark back.
+    redis.call('HSET', KEYS[2], 'watermark', value)
   elseif field == 'watermark' then
     local old = tonumber(redis.call('HGET', KEYS[2], field) or '-1')
     if tonumber(value) > old then

@@ -45,9 +45,13 @@ describe('openApiDocument', () => {
         expect.arrayContaining([String(route.status), '401', ...(route.body ? ['400'] : [])]),
       );
       if (route.path.includes('{account}')) expect(at(op, 'responses', '404')).toBeDefined();
-      if (route.body) expect(at(op, 'requestBody').required).toBe(route.action === 'resync');
+      if (route.body) expect(at(op, 'requestBody').required).toBe(['resync', 'checkpoint_set'].includes(route.action));
+      if (route.conflict) expect(at(op, 'responses', '409')).toBeDefined();
     }
     expect(at(doc, 'paths', '/openapi.json', 'get')).toBeDefined();
+    // The checkpoint of an account: read, and changed (409 while the account runs).
+    expect(at(doc, 'paths', '/v1/accounts/{account}/checkpoint', 'get')).toBeDefined();
+    expect(at(doc, 'paths', '/v1/accounts/{account}/checkpoint', 'put', 'responses', '409')).toBeDefined();
   });
 
   it('its schemas accept the answers and bodies of the handlers, and refuse others', () => {

@@ -23,6 +23,7 @@ const ACCOUNT_KEYS = [
   'manifest',
   'sweep-request',
   'restore-request',
+  'checkpoint-request',
   'paused',
   'resync-request',
   'resync-active',
@@ -33,7 +34,7 @@ const ACCOUNT_KEYS = [
 ] as const;
 
 /** Keys of the whole deployment (every account under one prefix): `<prefix>:<name>`, no account tag. */
-const DEPLOYMENT_KEYS = ['replicas', 'fingerprint-key'] as const;
+const DEPLOYMENT_KEYS = ['replicas', 'fingerprint-key', 'replica-health:<replica>', 'write-probe'] as const;
 
 describe('accountKeys', () => {
   it('puts every key of an account in the account hash tag (one Redis Cluster slot)', () => {
@@ -68,7 +69,13 @@ describe('accountKeys', () => {
       const text = readFileSync(join(REDIS_SRC, file), 'utf8');
       for (const m of text.matchAll(/`\$\{(base|prefix)\}:([a-z-]+)(:\$\{[a-z]+\}|:\*)?`/g)) {
         const name = m[2]!;
-        const suffix = m[3] ? (name === 'dlq' ? ':<digest>' : ':<bucket>') : '';
+        const suffix = m[3]
+          ? name === 'dlq'
+            ? ':<digest>'
+            : name === 'replica-health'
+              ? ':<replica>'
+              : ':<bucket>'
+          : '';
         found.add(`${m[1] === 'base' ? 'account' : 'deployment'} ${name}${suffix}`);
       }
     }
