@@ -106,6 +106,22 @@ export class FingerprintKey {
 /** Where a process gets its key: loaded once; a generated key is put back into a store that lost it. */
 export interface FingerprintKeySource {
   get(): Promise<FingerprintKey>;
-  /** Writes a generated key back to its store unless the store already holds one (a no-op for a key file). */
+  /**
+   * Checks a generated key against its store: writes it back to a store that lost it, and takes the store's key
+   * when another process's is there (a no-op for a key file).
+   */
   persist(): Promise<void>;
+}
+
+/**
+ * The durable copy of a generated key beside Redis (a record of the changelog topic): a Redis that loses the key
+ * gets the same one back from it instead of a new key that could not be compared with the stored fingerprints.
+ */
+export interface FingerprintKeyCopy {
+  /** Names where the copy is kept (cluster and topic): one copy per name. */
+  readonly name: string;
+  /** The secret (base64) last copied, or null when none ever was. */
+  read(): Promise<string | null>;
+  /** Copies the secret (base64); resolves once it is durable. */
+  write(secret: string): Promise<void>;
 }
