@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka } from 'kafkajs';
+import { Kafka, type Admin } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { BridgeConfig } from '../config/config.js';
 import type { FingerprintKeyCopy } from '../core/fingerprint-key.js';
@@ -52,7 +52,7 @@ async function readCopy(kafka: Kafka, topic: string): Promise<string | null> {
   let low: number;
   let high: number;
   try {
-    const offsets = await admin.fetchTopicOffsets(topic);
+    const offsets = await topicOffsets(admin, topic);
     const p = offsets.find((o) => o.partition === PARTITION);
     if (!p) throw new Error(`changelog topic ${topic} has no partition ${PARTITION}`);
     low = Number(p.low);
@@ -102,4 +102,20 @@ async function readCopy(kafka: Kafka, topic: string): Promise<string | null> {
     await consumer.disconnect().catch(() => undefined);
   }
   return found;
+}
+
+// The topic's offsets; a topic created a moment ago may answer NOT_LEADER_FOR_PARTITION for a while (a fresh
+// broker): those are retried, as the changelog reader does.
+async function topicOffsets(
+  admin: Admin,
+  topic: string,
+): Promise<Array<{ partition: number; high: string; low: string }>> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await admin.fetchTopicOffsets(topic);
+    } catch (err) {
+      if (attempt >= 40 || (err as { retriable?: unknown }).retriable !== true) throw err;
+      await sleep(250);
+    }
+  }
 }
