@@ -19,7 +19,7 @@ import type { BridgeRedis } from './connection.js';
 // docs/security.md says who can read the copy and why FINGERPRINT_KEY_FILE keeps the key out of Kafka altogether.
 
 // Marks a copy confirmed, only while Redis holds the key that was copied. KEYS: the key, the copies hash (one hash
-// slot: its hash tag is the key's name). ARGV: the secret, the copy's name, the secret's digest.
+// slot). ARGV: the secret, the copy's name, the secret's digest.
 const CONFIRM = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('HSET', KEYS[2], ARGV[2], ARGV[3]) return 1 end return 0`;
 
 // What the copies hash holds of a key: enough to tell keys apart, nothing Redis does not already hold.
@@ -81,7 +81,9 @@ function generatedSource(
   state: Shared,
 ): FingerprintKeySource {
   const redisKey = `${prefix}:fingerprint-key`;
-  const copiesKey = `{${redisKey}}:copies`;
+  // Under the prefix (an ACL user limited to `~<prefix>:*` reaches it) and in the key's hash slot: its hash tag is
+  // the key's whole name, which is what the key itself hashes on.
+  const copiesKey = `${prefix}:{${redisKey}}:copies`;
   const copyName = copy?.name ?? '';
 
   // Whether `secret` is copied, copying it when it is not; false when Redis no longer holds it (start again).
