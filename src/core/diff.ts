@@ -65,7 +65,8 @@ export function diffReview(input: DiffInput): DiffResult {
   const keyId = key ? key.id : null;
   // The per-field hashes are only needed for an entry that is written with new content or for naming changed
   // fields: an unchanged review (most of every sweep) is decided on the digest alone.
-  const fp = (): Fingerprint => ({ digest, fieldHashes: fieldHashesOf(source, key, review.id), keyId });
+  const reviewId = review.id;
+  const fp = (): Fingerprint => ({ digest, fieldHashes: fieldHashesOf(source, key, reviewId), keyId });
 
   if (prev === null) {
     const base = baseEntry(review, input.fetchedAt, fp());
