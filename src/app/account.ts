@@ -116,7 +116,7 @@ export function fingerprintKeySourceFromConfig(
     redis,
     config.redis.keyPrefix,
     file,
-    file ? null : changelogKeyCopy(config.kafka, logger),
+    file ? null : changelogKeyCopy(config.kafka, config.redis.keyPrefix, logger),
   );
 }
 

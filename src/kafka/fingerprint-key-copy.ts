@@ -8,25 +8,31 @@ import { changelogName } from './changelog-index.js';
 import { kafkaOptions } from './publisher.js';
 
 // The copy of a generated fingerprint key in the changelog topic (src/redis/fingerprint-key.ts says when it is
-// written and read). One record, key `fingerprint-key`, always in partition 0, so compaction keeps the last one and
-// a read looks in one partition only. The key has no account prefix and matches no record kind, so restores skip
-// it. It is written outside any transaction (at once visible to read_committed readers; nothing else waits for it),
+// written and read). One record per Redis key prefix (the key's own scope: two deployments that share a changelog
+// topic keep their copies apart), key `fingerprint-key/<prefix>`, always in partition 0, so compaction keeps the
+// last one and a read looks in one partition only. The key matches no record kind, so restores skip it. It is written outside any transaction (at once visible to read_committed readers; nothing else waits for it),
 // and read only when Redis has no key or no confirmed copy: at the first start, after Redis lost the key, once
 // after an upgrade. A read scans partition 0 from its start, at most what a full restore reads anyway.
 
-/** Key of the copy's record in the changelog topic. */
-export const FINGERPRINT_KEY_RECORD = 'fingerprint-key';
+/** Key of the copy's record in the changelog topic, for the deployment's Redis key prefix. */
+export function fingerprintKeyRecord(prefix: string): string {
+  return `fingerprint-key/${prefix}`;
+}
 const PARTITION = 0;
 
-/** The changelog copy of the generated fingerprint key of a deployment (its Kafka client made on first use). */
-export function changelogKeyCopy(config: BridgeConfig['kafka'], logger: Logger): FingerprintKeyCopy {
+/**
+ * The changelog copy of the generated fingerprint key of the deployment whose Redis key prefix is `prefix` (its
+ * Kafka client made on first use).
+ */
+export function changelogKeyCopy(config: BridgeConfig['kafka'], prefix: string, logger: Logger): FingerprintKeyCopy {
   const topic = config.topics.changelog;
+  const record = fingerprintKeyRecord(prefix);
   let kafka: Kafka | null = null;
   const client = (): Kafka => (kafka ??= new Kafka(kafkaOptions(config, logger)));
   return {
     name: changelogName(config.brokers, topic),
     async read() {
-      return readCopy(client(), topic);
+      return readCopy(client(), topic, record);
     },
     async write(secret: string) {
       const producer = client().producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -35,7 +41,7 @@ export function changelogKeyCopy(config: BridgeConfig['kafka'], logger: Logger):
         await producer.send({
           topic,
           acks: -1,
-          messages: [{ key: FINGERPRINT_KEY_RECORD, value: secret, partition: PARTITION }],
+          messages: [{ key: record, value: secret, partition: PARTITION }],
         });
       } finally {
         await producer.disconnect().catch(() => undefined);
@@ -46,7 +52,7 @@ export function changelogKeyCopy(config: BridgeConfig['kafka'], logger: Logger):
 }
 
 // The value of the last copy record in partition 0, or null when it has none.
-async function readCopy(kafka: Kafka, topic: string): Promise<string | null> {
+async function readCopy(kafka: Kafka, topic: string, record: string): Promise<string | null> {
   const admin = kafka.admin();
   await admin.connect();
   let low: number;
@@ -89,7 +95,7 @@ async function readCopy(kafka: Kafka, topic: string): Promise<string | null> {
         }
         for (const m of batch.messages) {
           if (Number(m.offset) >= high) break;
-          if (m.key?.toString('utf8') === FINGERPRINT_KEY_RECORD && m.value) found = m.value.toString('utf8');
+          if (m.key?.toString('utf8') === record && m.value) found = m.value.toString('utf8');
         }
       },
     });

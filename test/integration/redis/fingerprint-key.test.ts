@@ -26,7 +26,7 @@ function replica(redis: BridgeRedis, prefix: string, changelog: string) {
     sasl: null,
     topics: { ...uniqueTopics('unused'), changelog },
   } as unknown as BridgeConfig['kafka'];
-  return fingerprintKeySource(redis, prefix, null, changelogKeyCopy(kafka, logger));
+  return fingerprintKeySource(redis, prefix, null, changelogKeyCopy(kafka, prefix, logger));
 }
 
 function newConnection(): BridgeRedis {
@@ -56,9 +56,9 @@ describe('the generated fingerprint key', () => {
       await loseKeys(connections[0]!, prefix);
       const next = await replica(newConnection(), prefix, changelog).get();
       expect(next.id).toBe(first.id);
-      // The copy is a record of the changelog (never of an account: restores skip it).
+      // The copy is a record of the changelog (never of an account: restores skip it), named by the prefix.
       const records = await readAll([changelog], { timeoutMs: 20_000 });
-      expect(records.map((r) => r.key)).toEqual(['fingerprint-key']);
+      expect(records.map((r) => [r.key, r.partition])).toEqual([[`fingerprint-key/${prefix}`, 0]]);
     } finally {
       await Promise.all(connections.splice(0).map((r) => r.quit()));
     }
