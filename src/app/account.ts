@@ -12,6 +12,7 @@ import { accountKeys, type BridgeRedis } from '../redis/connection.js';
 import { readTlsFiles } from '../config/secrets.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
+import { changelogKeyCopy } from '../kafka/fingerprint-key-copy.js';
 import type { FingerprintKeySource } from '../core/fingerprint-key.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
 import { LazyPasses, type StartSlots } from './leadership.js';
@@ -102,6 +103,24 @@ export function passesFromConfig(
   );
 }
 
+/**
+ * The fingerprint key source of an account: FINGERPRINT_KEY_FILE, or the deployment's generated key (Redis, with
+ * its copy in the account's changelog topic).
+ */
+export function fingerprintKeySourceFromConfig(
+  config: BridgeConfig,
+  redis: BridgeRedis,
+  logger: Logger,
+): FingerprintKeySource {
+  const file = config.fingerprintKeyFile;
+  return fingerprintKeySource(
+    redis,
+    config.redis.keyPrefix,
+    file,
+    file ? null : changelogKeyCopy(config.kafka, config.redis.keyPrefix, logger),
+  );
+}
+
 /** What an account needs from its process. */
 export interface AccountContext {
   redis: BridgeRedis;
@@ -183,7 +202,7 @@ export class AccountBridge {
     const keys = accountKeys(config.redis.keyPrefix, config.account);
     this.store = new SnapshotStore(redis, keys);
     this.lease = new Lease(redis, keys, config.lease.ttlMs, Date.now, context.replica);
-    const keySource = fingerprintKeySource(redis, config.redis.keyPrefix, config.fingerprintKeyFile);
+    const keySource = fingerprintKeySourceFromConfig(config, redis, logger);
     const topicsKey = Object.values(config.kafka.topics).sort().join(',');
     this.leadership = new LazyPasses(
       () => {

@@ -14,7 +14,7 @@ import { BridgeMetrics } from '../ops/metrics.js';
 import { completedProgress, fullScanEstimate, progressOf, ProgressReporter, type Progress } from '../core/progress.js';
 import { KafkaPublisher } from '../kafka/publisher.js';
 import { newResyncRequest, parseResyncArgs, UsageError } from '../core/resync-request.js';
-import { fingerprintKeySource } from '../redis/fingerprint-key.js';
+import { fingerprintKeySourceFromConfig } from '../app/account.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { checkpointChangeRefusal, parseWatermark } from '../core/checkpoint-change.js';
@@ -204,7 +204,7 @@ async function leadOnce(
     const metrics = new BridgeMetrics({ account: config.account });
     const publisher = new KafkaPublisher(config.kafka, config.account, logger, config.privacy);
     const source = upstreamFromConfig(config, metrics, logger);
-    const keySource = fingerprintKeySource(redis, config.redis.keyPrefix, config.fingerprintKeyFile);
+    const keySource = fingerprintKeySourceFromConfig(config, redis, logger);
     const passes = passesFromConfig(config, { source, store, sink: publisher, metrics, logger, keySource });
     try {
       await publisher.connect();

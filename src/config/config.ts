@@ -212,9 +212,9 @@ export const EnvSchema = z.object({
     .default(60_000)
     .describe('Kafka transaction timeout: an open transaction of a dead leader is aborted after it at the latest'),
   // Secret (>= 16 bytes) that keys the review fingerprints written to Kafka and the event ids built from them;
-  // unset: a key generated once per deployment and kept in Redis (docs/guarantees.md: what losing it costs).
+  // unset: a key generated once per deployment, kept in Redis and copied to the changelog topic (docs/security.md).
   FINGERPRINT_KEY_FILE: optionalText.describe(
-    'Secret (at least 16 bytes) that keys review fingerprints and event ids; unset: a key generated once per deployment and kept in Redis',
+    'Secret (at least 16 bytes) that keys review fingerprints and event ids; unset: a key generated once per deployment, kept in Redis and copied to the changelog topic',
   ),
   KAFKA_CREATE_TOPICS: bool.default(true).describe('Create missing topics at start'),
   KAFKA_TOPIC_PARTITIONS: int(1, 10_000).default(6).describe('Partitions of the topics the bridge creates'),
@@ -475,7 +475,7 @@ export interface BridgeConfig {
   shutdownTimeoutMs: number;
   /** What may leave the process of a review (events, dead letters). */
   privacy: PrivacyConfig;
-  /** File of the secret that keys fingerprints and event ids; null: a generated key kept in Redis. */
+  /** File of the secret that keys fingerprints and event ids; null: a generated key (Redis, changelog copy). */
   fingerprintKeyFile: string | null;
   /** OpenTelemetry traces (OTEL_*): whether they are sent, where to, under which service name. */
   tracing: TracingConfig;

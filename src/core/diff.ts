@@ -13,6 +13,7 @@ import {
   entryStateDigest,
   fieldHashesOf,
   fingerprintSource,
+  slotFieldHashesOf,
   FINGERPRINT_FIELDS,
   type Fingerprint,
   type FingerprintSource,
@@ -69,7 +70,8 @@ export function diffReview(input: DiffInput): DiffResult {
   const keyId = key ? key.id : null;
   // The per-field hashes are only needed for an entry that is written with new content or for naming changed
   // fields: an unchanged review (most of every sweep) is decided on the digest alone.
-  const fp = (): Fingerprint => ({ digest, fieldHashes: fieldHashesOf(source, key), keyId });
+  const reviewId = review.id;
+  const fp = (): Fingerprint => ({ digest, fieldHashes: fieldHashesOf(source, key, reviewId), keyId });
 
   if (prev === null) {
     const base = baseEntry(review, input.fetchedAt, fp());
@@ -88,7 +90,7 @@ export function diffReview(input: DiffInput): DiffResult {
   const pwrChanged = prev.pwr !== review.pwr_publication_status;
   const { changed: contentChanged, rekey } = compareContent(prev, digest, keyId, source);
   if (!clientChanged && !pwrChanged && !contentChanged) {
-    if (rekey) return { events: [], next: { ...prev, ...keyed(fp()), updatedDate: review.updated_date } };
+    if (rekey) return { events: [], next: { ...rehashed(prev, fp()), updatedDate: review.updated_date } };
     return review.updated_date > prev.updatedDate
       ? { events: [], next: { ...prev, updatedDate: review.updated_date } }
       : NOTHING;
@@ -110,8 +112,14 @@ export function diffReview(input: DiffInput): DiffResult {
     events.push(statusChangedEvent({ ...ctx, previous }, ++sequence, statusChanges));
   }
   if (contentChanged) {
-    // An entry written before keys compares with the unkeyed form, field by field too.
-    const against = rekey ? fieldHashesOf(source, null) : current.fieldHashes;
+    // An entry of an earlier format compares with its own form of the field hashes.
+    const against = !rekey
+      ? current.fieldHashes
+      : prev.keyId === null || key === null
+        ? fieldHashesOf(source, null, review.id)
+        : prev.fieldHashForm === 'slot' && prev.keyId === keyId
+          ? slotFieldHashesOf(source, key)
+          : current.fieldHashes;
     events.push(updatedEvent({ ...ctx, previous }, ++sequence, changedFieldNames(prev.fieldHashes, against)));
   }
   return { events, next: { ...base, sequence } };
@@ -141,10 +149,13 @@ function context(input: DiffInput, base: Omit<SnapshotEntry, 'sequence'>): Event
 }
 
 /**
- * Whether the content differs from the entry's. An entry of the same key compares digest to digest; one written
- * before keys compares with the unkeyed form (so an upgrade publishes nothing) and is re-keyed; one of another key
- * (a key lost with its Redis and replaced) cannot be compared: its content is taken as unchanged and re-keyed
- * (docs/guarantees.md says which edits this can miss and how a key file avoids it).
+ * Whether the content differs from the entry's, and whether the entry must be written again in the current form
+ * (`rekey`). An entry of the same key compares digest to digest; one whose field hashes are keyed per field only
+ * (format 2) compares the same way (the digest did not change) and is rewritten with per-review hashes, so the
+ * changelog stops linking reviews by equal values; one written before keys compares with the unkeyed form (so an
+ * upgrade publishes nothing) and is re-keyed; one of another key (FINGERPRINT_KEY_FILE replaced, or a generated key
+ * lost from Redis and from its copy in the changelog) cannot be compared: its content is taken as unchanged and
+ * re-keyed (docs/guarantees.md says which edits this can miss).
  */
 function compareContent(
   prev: SnapshotEntry,
@@ -152,13 +163,15 @@ function compareContent(
   keyId: number | null,
   source: FingerprintSource,
 ): { changed: boolean; rekey: boolean } {
-  if (prev.keyId === keyId) return { changed: digest !== prev.digest, rekey: false };
+  if (prev.keyId === keyId) return { changed: digest !== prev.digest, rekey: prev.fieldHashForm === 'slot' };
   if (prev.keyId === null) return { changed: contentDigest(source, null) !== prev.digest, rekey: true };
   return { changed: false, rekey: true };
 }
 
-function keyed(fp: Fingerprint): Pick<SnapshotEntry, 'digest' | 'fieldHashes' | 'keyId'> {
-  return { digest: fp.digest, fieldHashes: fp.fieldHashes, keyId: fp.keyId };
+/** The entry with the current fingerprint's digest and field hashes (in the current form) instead of its own. */
+function rehashed(prev: SnapshotEntry, fp: Fingerprint): SnapshotEntry {
+  const { fieldHashForm: _form, ...rest } = prev;
+  return { ...rest, digest: fp.digest, fieldHashes: fp.fieldHashes, keyId: fp.keyId };
 }
 
 /** Names the fields whose hashes differ; a digest change with no differing hash (a hash collision) names them all. */

@@ -260,10 +260,20 @@ export interface DeadLetterInput {
   reject: Reject;
   pass: string;
   detectedAt: number;
+  /**
+   * Keyed digest of the record (hex), the message key (`record:<digest>`) when it has no readable id: a keyless
+   * message goes round-robin, this one always to the same partition, and the digest confirms nothing without the key.
+   */
+  recordKey?: string | null;
 }
 
 /** Reject kinds whose raw record is never forwarded: its shape itself is the hazard for consumers. */
 const RECORD_WITHHELD: ReadonlySet<Reject['reason']> = new Set(['too_deep']);
+
+/** The message key of a dead letter: the review id, or else `record:` and the record's keyed digest, or else none. */
+function deadLetterKey(dl: DeadLetterInput): string | null {
+  return dl.reject.id ?? (dl.recordKey ? `record:${dl.recordKey}` : null);
+}
 
 /**
  * The message of a dead letter: `{account, reason, detail, pass, detected_at, record}` keyed by the review id, with
@@ -293,9 +303,13 @@ export function deadLetterMessage(dl: DeadLetterInput, account: string, limitByt
       record += chunk;
       if (record.length > limitBytes) break;
     }
-    const message = { key: dl.reject.id, value: `${head},"record":${record}}`, headers };
+    const message = { key: deadLetterKey(dl), value: `${head},"record":${record}}`, headers };
     if (record.length <= limitBytes && messageBytes(message) <= limitBytes) return message;
   }
   const omitted = { reason: withheld ? dl.reject.reason : 'too_large', limit_bytes: limitBytes };
-  return { key: dl.reject.id, value: `${head},"record":null,"record_omitted":${JSON.stringify(omitted)}}`, headers };
+  return {
+    key: deadLetterKey(dl),
+    value: `${head},"record":null,"record_omitted":${JSON.stringify(omitted)}}`,
+    headers,
+  };
 }

@@ -7,8 +7,11 @@ import { createCipheriv, createHash, hash } from 'node:crypto';
 // Two keyed functions, chosen for the page path's cost (every review of every page is fingerprinted):
 // - the 64-bit content digest is SHA-256 over (key, text), truncated: a PRF for a truncated output (no length
 //   extension is possible without the full state), one native call, where createHmac costs ~10x more per review;
-// - each 16-bit per-field hash goes through a secret permutation of the 16-bit space per field, drawn from an
-//   AES-CTR keystream of the key: a table lookup per field, and without the key a hash says nothing about its field.
+// - each 16-bit per-field hash is the value's 16-bit hash XORed with a pad of its review and field, then put through
+//   a secret permutation of the 16-bit space per field, drawn from an AES-CTR keystream of the key. The pads (one
+//   SHA-512 of the key and the review id gives all 32) make the hash of a value differ from review to review, so an
+//   e-mail address found in many reviews does not link them; the permutation keeps two values of one review from
+//   being related by XOR. One native call per review whose hashes are computed, and a table lookup per field.
 
 /** Number of per-field hash slots (the tracked fields and one for all others): one permutation table each. */
 const MAX_FIELDS = 32;
@@ -20,11 +23,14 @@ export class FingerprintKey {
   /** What the keyed digest puts before a text: the secret itself (never log it), public for fingerprintSource. */
   readonly prefix: string;
   private readonly tables: Uint16Array[] = [];
+  // What the per-review pads hash before a review id: another hash function and separator than the digest's.
+  private readonly padPrefix: string;
 
   constructor(private readonly secret: Buffer) {
     if (secret.length < 16) throw new Error('a fingerprint key needs at least 16 bytes');
     this.id = hash('sha256', Buffer.concat([Buffer.from('reviews-bridge key id\0'), secret]), 'buffer').readUInt16BE(0);
     this.prefix = `${secret.toString('base64')}\u0000`;
+    this.padPrefix = `${secret.toString('base64')}\u0001field pads\u0000`;
   }
 
   /** The keyed 64-bit digest (hex) of a text. */
@@ -47,7 +53,26 @@ export class FingerprintKey {
     return h.digest('hex').slice(0, 16);
   }
 
-  /** The keyed image of field `slot`'s 16-bit hash. */
+  /**
+   * The keyed images of a review's field hashes (`raw[slot]` for each slot), keyed per review: an equal value gives
+   * unrelated hashes in two reviews. Writes them into `raw`.
+   */
+  reviewFieldHashes(reviewId: number, raw: number[]): number[] {
+    if (raw.length > MAX_FIELDS) throw new Error(`${raw.length} field slots, at most ${MAX_FIELDS}`);
+    // The digest as a 'binary' (latin1) string, read by char codes (one per byte): hash()'s Buffer output costs
+    // about as much again as the hash of so short a text (one SHA-512 block), hex about half as much again.
+    const pads = hash('sha512', this.padPrefix + String(reviewId), 'binary');
+    for (let slot = 0; slot < raw.length; slot++) {
+      const pad = (pads.charCodeAt(2 * slot) << 8) | pads.charCodeAt(2 * slot + 1);
+      raw[slot] = (this.tables[slot] ?? this.table(slot))[(raw[slot]! ^ pad) & 0xffff]!;
+    }
+    return raw;
+  }
+
+  /**
+   * The keyed image of field `slot`'s 16-bit hash in the form of entry format 2 (the same in every review): only to
+   * compare with entries written before per-review hashes.
+   */
   fieldHash(slot: number, value: number): number {
     return (this.tables[slot] ?? this.table(slot))[value & 0xffff]!;
   }
@@ -83,6 +108,22 @@ export class FingerprintKey {
 /** Where a process gets its key: loaded once; a generated key is put back into a store that lost it. */
 export interface FingerprintKeySource {
   get(): Promise<FingerprintKey>;
-  /** Writes a generated key back to its store unless the store already holds one (a no-op for a key file). */
+  /**
+   * Checks a generated key against its store: writes it back to a store that lost it, and takes the store's key
+   * when another process's is there (a no-op for a key file).
+   */
   persist(): Promise<void>;
+}
+
+/**
+ * The durable copy of a generated key beside Redis (a record of the changelog topic): a Redis that loses the key
+ * gets the same one back from it instead of a new key that could not be compared with the stored fingerprints.
+ */
+export interface FingerprintKeyCopy {
+  /** Names where the copy is kept (cluster and topic): one copy per name. */
+  readonly name: string;
+  /** The secret (base64) last copied, or null when none ever was. */
+  read(): Promise<string | null>;
+  /** Copies the secret (base64); resolves once it is durable. */
+  write(secret: string): Promise<void>;
 }

@@ -23,6 +23,11 @@ export interface SnapshotEntry {
   fieldHashes: number[];
   /** Id of the key the digest and field hashes were made with; null: unkeyed (an entry written before keys). */
   keyId: number | null;
+  /**
+   * 'slot': the field hashes are keyed per field only (entry format 2, written before per-review hashes: an equal
+   * value has an equal hash in every review); compared with the old function and rewritten. Absent: per review.
+   */
+  fieldHashForm?: 'slot';
 }
 
 /** Field names in fingerprint order; the last slot stands for every field the spec does not list. */
@@ -37,9 +42,13 @@ const LISTED = new Set<string>([
   ...TRACKED_FIELDS,
 ]);
 const STATUS_CODES = ['', ...KNOWN_STATUSES] as const;
-/** Format 1: unkeyed fingerprints (written before keys); format 2 adds the key id. */
-const LEGACY_VERSION = 1;
-const VERSION = 2;
+/**
+ * Format 1: unkeyed fingerprints (written before keys); format 2 adds the key id; format 3 (the same layout) has
+ * field hashes keyed per review. Earlier formats are still read, and written back as they were read.
+ */
+const UNKEYED_VERSION = 1;
+const SLOT_KEYED_VERSION = 2;
+const VERSION = 3;
 
 /** The content part of an entry, computed from a review alone (pure, used by the diff). */
 export interface Fingerprint {
@@ -148,17 +157,32 @@ export function contentDigest(source: FingerprintSource, key: FingerprintKey | n
   return key.digestPrefixed(source.text);
 }
 
-/** The 16-bit hash per field slot of a fingerprint source, keyed with `key` (null: the unkeyed form). */
-export function fieldHashesOf(source: FingerprintSource, key: FingerprintKey | null): number[] {
+// The unkeyed 16-bit hash of each slot's part.
+function rawFieldHashes(source: FingerprintSource): number[] {
   const { text, ends } = source;
   const hashes = new Array<number>(ends.length);
   let start = textStart(source);
   for (let i = 0; i < ends.length; i++) {
-    const raw = fnv16(text, start, ends[i]!);
-    hashes[i] = key ? key.fieldHash(i, raw) : raw;
+    hashes[i] = fnv16(text, start, ends[i]!);
     start = ends[i]! + 1;
   }
   return hashes;
+}
+
+/**
+ * The 16-bit hash per field slot of review `reviewId`'s fingerprint source, keyed per review with `key` (null: the
+ * unkeyed form).
+ */
+export function fieldHashesOf(source: FingerprintSource, key: FingerprintKey | null, reviewId: number): number[] {
+  const raw = rawFieldHashes(source);
+  return key ? key.reviewFieldHashes(reviewId, raw) : raw;
+}
+
+/** The field hashes in the form of entry format 2 (keyed per field, not per review): to compare with such entries. */
+export function slotFieldHashesOf(source: FingerprintSource, key: FingerprintKey): number[] {
+  const raw = rawFieldHashes(source);
+  for (let i = 0; i < raw.length; i++) raw[i] = key.fieldHash(i, raw[i]!);
+  return raw;
 }
 
 /**
@@ -167,7 +191,11 @@ export function fieldHashesOf(source: FingerprintSource, key: FingerprintKey | n
  */
 export function fingerprint(review: Review, key: FingerprintKey | null = null): Fingerprint {
   const source = fingerprintSource(review, key);
-  return { digest: contentDigest(source, key), fieldHashes: fieldHashesOf(source, key), keyId: key ? key.id : null };
+  return {
+    digest: contentDigest(source, key),
+    fieldHashes: fieldHashesOf(source, key, review.id),
+    keyId: key ? key.id : null,
+  };
 }
 
 /** The digest of a review's state (updated_date, statuses, content) that event ids are built from. */
@@ -227,7 +255,7 @@ export function encodeEntry(entry: SnapshotEntry, lead: number | null = null): B
   const buf = Buffer.allocUnsafe(size);
   let o = 0;
   if (lead !== null) buf[o++] = lead;
-  buf[o++] = keyed ? VERSION : LEGACY_VERSION;
+  buf[o++] = !keyed ? UNKEYED_VERSION : entry.fieldHashForm === 'slot' ? SLOT_KEYED_VERSION : VERSION;
   if (entry.keyId !== null) {
     buf.writeUInt16BE(entry.keyId, o);
     o += 2;
@@ -278,10 +306,12 @@ function writeDigest(buf: Buffer, o: number, digest: string): void {
 
 /** Parses an entry written by encodeEntry; throws on an unknown version so a format change cannot go unnoticed. */
 export function decodeEntry(buf: Buffer): SnapshotEntry {
-  if (buf[0] !== VERSION && buf[0] !== LEGACY_VERSION) throw new Error(`unknown snapshot entry version ${buf[0]}`);
+  const version = buf[0];
+  if (version !== VERSION && version !== SLOT_KEYED_VERSION && version !== UNKEYED_VERSION)
+    throw new Error(`unknown snapshot entry version ${version}`);
   let o = 1;
   let keyId: number | null = null;
-  if (buf[0] === VERSION) {
+  if (version !== UNKEYED_VERSION) {
     keyId = buf.readUInt16BE(o);
     o += 2;
   }
@@ -301,5 +331,7 @@ export function decodeEntry(buf: Buffer): SnapshotEntry {
   o += 8;
   const fieldHashes = new Array<number>(Math.max(0, (buf.length - o) >> 1));
   for (let i = 0; i < fieldHashes.length; i++, o += 2) fieldHashes[i] = (buf[o]! << 8) | buf[o + 1]!;
-  return { client, pwr, updatedDate, sequence, observedAt, digest, fieldHashes, keyId };
+  const entry: SnapshotEntry = { client, pwr, updatedDate, sequence, observedAt, digest, fieldHashes, keyId };
+  if (version === SLOT_KEYED_VERSION) entry.fieldHashForm = 'slot';
+  return entry;
 }

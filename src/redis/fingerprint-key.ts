@@ -1,50 +1,143 @@
-import { randomBytes } from 'node:crypto';
-import { FingerprintKey, type FingerprintKeySource } from '../core/fingerprint-key.js';
+import { hash, randomBytes } from 'node:crypto';
+import { FingerprintKey, type FingerprintKeyCopy, type FingerprintKeySource } from '../core/fingerprint-key.js';
 import { readSecretSync } from '../config/secrets.js';
 import type { BridgeRedis } from './connection.js';
 
-// Where the fingerprint key comes from: FINGERPRINT_KEY_FILE, or else a key generated once per deployment and kept
-// in Redis (shared by every replica and account under the key prefix). A generated key goes with a Redis that loses
-// its keys; a process that already holds it writes it back when it next takes an account, and docs/guarantees.md
-// says what a key that is truly lost costs.
+// Where the fingerprint key comes from: FINGERPRINT_KEY_FILE, or else a key generated once per deployment, kept in
+// Redis (shared by every replica and account under the key prefix) and copied to the changelog topic.
+//
+// A generated key lost with Redis and replaced by a new one would make every stored fingerprint incomparable: an
+// edit made since the last sweep would be adopted without review.updated. So Redis is only where replicas agree on
+// the key (SET NX: one winner), and the copy is what makes it durable:
+// - a process uses a key only once Redis says it is copied (the copies hash: per copy, a digest of the key copied
+//   there, written by a script that checks the key is still the one copied), so every key that ever keyed an entry
+//   has its copy;
+// - a Redis without the key takes the copy back (SET NX again), and generates a key only when there is no copy;
+// - a process that finds another key in Redis than the one it holds takes Redis' key (persist, at every
+//   leadership), and one that copied a key Redis no longer holds copies Redis' key again before using it, so the
+//   last copy written is always the key in use.
+// docs/security.md says who can read the copy and why FINGERPRINT_KEY_FILE keeps the key out of Kafka altogether.
 
-// One source (and so one key with its tables, ~2.7 MiB once used) per Redis connection, prefix and file: the
-// accounts of a process share it.
-const sources = new WeakMap<BridgeRedis, Map<string, FingerprintKeySource>>();
+// Marks a copy confirmed, only while Redis holds the key that was copied. KEYS: the key, the copies hash (one hash
+// slot). ARGV: the secret, the copy's name, the secret's digest.
+const CONFIRM = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('HSET', KEYS[2], ARGV[2], ARGV[3]) return 1 end return 0`;
 
-/** The fingerprint key source of a deployment (shared by the accounts of a process). */
-export function fingerprintKeySource(redis: BridgeRedis, prefix: string, file: string | null): FingerprintKeySource {
-  let byName = sources.get(redis);
-  if (!byName) sources.set(redis, (byName = new Map()));
-  const name = `${prefix}\u0000${file ?? ''}`;
-  let source = byName.get(name);
-  if (!source) byName.set(name, (source = newSource(redis, prefix, file)));
-  return source;
+// What the copies hash holds of a key: enough to tell keys apart, nothing Redis does not already hold.
+function copiedDigest(secret: string): string {
+  return hash('sha256', `reviews-bridge copied key\u0000${secret}`, 'hex').slice(0, 32);
 }
 
-function newSource(redis: BridgeRedis, prefix: string, file: string | null): FingerprintKeySource {
-  const redisKey = `${prefix}:fingerprint-key`;
-  let secret: string | null = null;
-  let loaded: Promise<FingerprintKey> | null = null;
-  const load = async (): Promise<FingerprintKey> => {
-    if (file) return new FingerprintKey(Buffer.from(readSecretSync({ file }, 'FINGERPRINT_KEY_FILE'), 'utf8'));
-    await redis.set(redisKey, randomBytes(32).toString('base64'), 'NX');
-    secret = await redis.get(redisKey);
-    if (!secret) throw new Error('the generated fingerprint key vanished from Redis while it was read');
-    return new FingerprintKey(Buffer.from(secret, 'base64'));
+/** What the processes' sources of one deployment share: the key and what is known of its copies. */
+interface Shared {
+  key: FingerprintKey | null;
+  secret: string | null;
+  /** Copies this process saw confirmed for `secret`. */
+  confirmed: Set<string>;
+  /** What this process last copied, per copy: a copy of another key than Redis' is written over. */
+  wrote: Map<string, string>;
+  /** Loads in flight, per copy name ('' for none). */
+  loading: Map<string, Promise<FingerprintKey>>;
+}
+
+// One shared key (with its tables, ~2.7 MiB once used) per Redis connection, prefix and file: the accounts of a
+// process share it.
+const shared = new WeakMap<BridgeRedis, Map<string, Shared>>();
+
+/**
+ * The fingerprint key source of a deployment (shared by the accounts of a process). `copy` is where a generated key
+ * is kept beside Redis (the account's changelog topic); null: nowhere (tools that only read).
+ */
+export function fingerprintKeySource(
+  redis: BridgeRedis,
+  prefix: string,
+  file: string | null,
+  copy: FingerprintKeyCopy | null = null,
+): FingerprintKeySource {
+  let byName = shared.get(redis);
+  if (!byName) shared.set(redis, (byName = new Map()));
+  const name = `${prefix}\u0000${file ?? ''}`;
+  let state = byName.get(name);
+  if (!state) {
+    state = { key: null, secret: null, confirmed: new Set(), wrote: new Map(), loading: new Map() };
+    byName.set(name, state);
+  }
+  return file ? fileSource(file, state) : generatedSource(redis, prefix, copy, state);
+}
+
+function fileSource(file: string, state: Shared): FingerprintKeySource {
+  return {
+    async get() {
+      state.key ??= new FingerprintKey(Buffer.from(readSecretSync({ file }, 'FINGERPRINT_KEY_FILE'), 'utf8'));
+      return state.key;
+    },
+    async persist() {},
   };
+}
+
+function generatedSource(
+  redis: BridgeRedis,
+  prefix: string,
+  copy: FingerprintKeyCopy | null,
+  state: Shared,
+): FingerprintKeySource {
+  const redisKey = `${prefix}:fingerprint-key`;
+  // Under the prefix (an ACL user limited to `~<prefix>:*` reaches it) and in the key's hash slot: its hash tag is
+  // the key's whole name, which is what the key itself hashes on.
+  const copiesKey = `${prefix}:{${redisKey}}:copies`;
+  const copyName = copy?.name ?? '';
+
+  // Whether `secret` is copied, copying it when it is not; false when Redis no longer holds it (start again).
+  const copied = async (secret: string, kept: string | null | undefined): Promise<boolean> => {
+    if (!copy) return true;
+    const wrote = state.wrote.get(copy.name);
+    const digest = copiedDigest(secret);
+    if ((wrote === undefined || wrote === secret) && (await redis.hget(copiesKey, copy.name)) === digest) return true;
+    const last = kept === undefined ? await copy.read() : kept;
+    if (last !== secret) {
+      await copy.write(secret);
+      state.wrote.set(copy.name, secret);
+    }
+    return (await redis.eval(CONFIRM, 2, redisKey, copiesKey, secret, copy.name, digest)) === 1;
+  };
+
+  const resolve = async (): Promise<FingerprintKey> => {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      let secret = await redis.get(redisKey);
+      let kept: string | null | undefined;
+      if (secret === null) {
+        kept = copy ? await copy.read() : null;
+        await redis.set(redisKey, kept ?? randomBytes(32).toString('base64'), 'NX');
+        secret = await redis.get(redisKey);
+        if (secret === null) continue;
+      }
+      if (!(await copied(secret, kept))) continue;
+      if (secret !== state.secret) {
+        state.key = new FingerprintKey(Buffer.from(secret, 'base64'));
+        state.secret = secret;
+        state.confirmed.clear();
+      }
+      state.confirmed.add(copyName);
+      return state.key!;
+    }
+    throw new Error('the generated fingerprint key kept changing in Redis while it was being copied');
+  };
+
+  const load = (): Promise<FingerprintKey> => {
+    let loading = state.loading.get(copyName);
+    if (!loading) {
+      loading = resolve().finally(() => state.loading.delete(copyName));
+      state.loading.set(copyName, loading);
+    }
+    return loading;
+  };
+
   return {
     get() {
-      loaded ??= load().catch((err: unknown) => {
-        loaded = null;
-        throw err;
-      });
-      return loaded;
+      if (state.key && state.confirmed.has(copyName)) return Promise.resolve(state.key);
+      return load();
     },
     async persist() {
-      if (file) return;
-      if (secret === null) await this.get();
-      else await redis.set(redisKey, secret, 'NX');
+      await load();
     },
   };
 }

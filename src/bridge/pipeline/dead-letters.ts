@@ -1,5 +1,6 @@
 import type { PassType } from '../../core/domain.js';
-import { recordDigest } from '../../core/record-digest.js';
+import type { FingerprintKey } from '../../core/fingerprint-key.js';
+import { keyedRecordDigest, recordDigest } from '../../core/record-digest.js';
 import type { DeadLetter } from '../../kafka/publisher.js';
 import type { Reject } from '../../upstream/types.js';
 import type { SnapshotPort } from './types.js';
@@ -13,18 +14,27 @@ export interface PageDeadLetters {
   digests: Set<string>;
 }
 
-/** The dead letters not already sent today (the topic keeps each distinct bad record once a day). */
+/**
+ * The dead letters not already sent today (the topic keeps each distinct bad record once a day); one without a
+ * readable id is keyed by its record's digest under `key` (the fingerprint key).
+ */
 export async function newDeadLetters(
   snapshot: Pick<SnapshotPort, 'unseenDeadLetters'>,
   rejects: Reject[],
   pass: PassType,
   now: () => number,
+  key: FingerprintKey | null = null,
 ): Promise<PageDeadLetters> {
   if (rejects.length === 0) return { list: [], digests: new Set() };
   const detectedAt = now();
   const digests = rejects.map((r) => recordDigest(r.raw));
   const unseen = await snapshot.unseenDeadLetters(digests);
-  const list = rejects.filter((_, i) => unseen.has(digests[i]!)).map((reject) => ({ reject, pass, detectedAt }));
+  const list = rejects
+    .filter((_, i) => unseen.has(digests[i]!))
+    .map((reject) => {
+      const recordKey = reject.id === null && key ? keyedRecordDigest(reject.raw, key) : null;
+      return { reject, pass, detectedAt, recordKey };
+    });
   return { list, digests: unseen };
 }
 

@@ -166,7 +166,7 @@ export class PipelineRun {
       overlay,
       quarantined: memory.quarantined,
     });
-    return { diffed, deadLetters: await newDeadLetters(deps.snapshot, diffed.rejects, this.type, clock) };
+    return { diffed, deadLetters: await newDeadLetters(deps.snapshot, diffed.rejects, this.type, clock, key) };
   }
 
   /** Publishes and commits a diffed page as one unit. */

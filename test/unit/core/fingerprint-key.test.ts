@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FingerprintKey } from '../../../src/core/fingerprint-key.js';
 import { diffReview } from '../../../src/core/diff.js';
-import { decodeEntry, encodeEntry, fingerprint } from '../../../src/core/snapshot-entry.js';
+import { decodeEntry, encodeEntry, fingerprint, FINGERPRINT_FIELDS } from '../../../src/core/snapshot-entry.js';
 import { checkpointRecord, decodeChangelogRecord, entryRecord } from '../../../src/core/changelog.js';
 import { EMPTY_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { review } from '../../helpers/fakes.js';
@@ -32,6 +32,24 @@ describe('FingerprintKey', () => {
     const seen = new Set<number>();
     for (let v = 0; v < 65_536; v++) seen.add(key.fieldHash(4, v));
     expect(seen.size).toBe(65_536);
+  });
+
+  it('keys field hashes per review: an equal e-mail address gives unrelated hashes in two reviews', () => {
+    // The changelog must not link reviews by author: a field hash that only depends on the value (even through a
+    // secret permutation) is equal wherever the value is.
+    const email = FINGERPRINT_FIELDS.indexOf('email');
+    const differing = [1, 2, 3, 4, 5, 6, 7, 8].filter(
+      (id) =>
+        fingerprint(review(id, { email: 'same@example.com' }), key).fieldHashes[email] !==
+        fingerprint(review(100 + id, { email: 'same@example.com' }), key).fieldHashes[email],
+    );
+    expect(differing.length).toBeGreaterThanOrEqual(7);
+    // Within one review an equal value keeps its hash, and an edit changes it: changed fields are still named.
+    const r = review(9, { email: 'same@example.com' });
+    expect(fingerprint(r, key).fieldHashes).toEqual(fingerprint({ ...r }, key).fieldHashes);
+    expect(fingerprint({ ...r, email: 'other@example.com' }, key).fieldHashes[email]).not.toBe(
+      fingerprint(r, key).fieldHashes[email],
+    );
   });
 
   it('refuses a key shorter than 16 bytes', () => {

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { diffReview } from '../../../src/core/diff.js';
 import { eventId } from '../../../src/core/events.js';
 import { FingerprintKey } from '../../../src/core/fingerprint-key.js';
-import { fingerprint, type SnapshotEntry } from '../../../src/core/snapshot-entry.js';
+import {
+  decodeEntry,
+  encodeEntry,
+  fingerprint,
+  fingerprintSource,
+  slotFieldHashesOf,
+  type SnapshotEntry,
+} from '../../../src/core/snapshot-entry.js';
 import type { Review } from '../../../src/core/review.js';
 
 // Values computed by the code before the page path was optimised (issue 19, CPU per review): event ids, digests and
@@ -24,12 +31,21 @@ const review = {
   nothing: null,
 } as Review;
 const key = new FingerprintKey(Buffer.from('0123456789abcdef0123456789abcdef'));
+// Entry format 3: field hashes keyed per review.
 const KEYED = {
   digest: '22a32b3f82d1cf30',
   fieldHashes: [
-    63557, 45804, 35879, 3587, 36932, 58001, 63078, 1385, 20755, 52125, 15479, 49849, 59182, 23314, 52768, 8159, 175,
+    2337, 36819, 37913, 2633, 25232, 20380, 30890, 46915, 25403, 36257, 32453, 46654, 2230, 62051, 15844, 57014, 18513,
   ],
   keyId: 56231,
+};
+// Entry format 2 (before per-review field hashes): the same digest, field hashes keyed per field only.
+const SLOT_KEYED = {
+  ...KEYED,
+  fieldHashes: [
+    63557, 45804, 35879, 3587, 36932, 58001, 63078, 1385, 20755, 52125, 15479, 49849, 59182, 23314, 52768, 8159, 175,
+  ],
+  fieldHashForm: 'slot' as const,
 };
 const UNKEYED = {
   digest: '8b31944fc2ffb460',
@@ -49,6 +65,7 @@ describe('digests and ids stay those of earlier versions', () => {
   it('fingerprints, keyed and unkeyed', () => {
     expect(fingerprint(review, key)).toEqual(KEYED);
     expect(fingerprint(review, null)).toEqual(UNKEYED);
+    expect(slotFieldHashesOf(fingerprintSource(review, key), key)).toEqual(SLOT_KEYED.fieldHashes);
   });
 
   it('the created event and entry of the diff', () => {
@@ -90,5 +107,32 @@ describe('digests and ids stay those of earlier versions', () => {
     const edited = diffReview({ ...input, previous: legacy, review: { ...review, headline: 'other' } });
     expect(edited.events.map((e) => [e.type, e.data.changed_fields])).toEqual([['review.updated', ['headline']]]);
     expect(edited.next).toMatchObject({ keyId: KEYED.keyId, sequence: 5 });
+  });
+
+  it('an entry of format 2 (field hashes keyed per field) publishes nothing when unchanged and is rewritten', () => {
+    const slotKeyed: SnapshotEntry = {
+      client: 'APPROVED',
+      pwr: 'PENDING',
+      updatedDate: 1_700_000_000_000,
+      observedAt: 1,
+      sequence: 4,
+      ...SLOT_KEYED,
+    };
+    // As read back from Redis or the changelog: the version byte says which form its field hashes have.
+    expect(encodeEntry(slotKeyed)[0]).toBe(2);
+    expect(decodeEntry(encodeEntry(slotKeyed))).toEqual(slotKeyed);
+    const input = { review, detection: 'sweep' as const, source: 'urn:x', fetchedAt: 5, suppressCreated: false, key };
+    const unchanged = diffReview({ ...input, previous: slotKeyed });
+    expect(unchanged).toEqual({
+      events: [],
+      next: { ...slotKeyed, fieldHashes: KEYED.fieldHashes, fieldHashForm: undefined },
+    });
+    expect(encodeEntry(unchanged.next!)[0]).toBe(3);
+    expect(decodeEntry(encodeEntry(unchanged.next!))).not.toHaveProperty('fieldHashForm');
+    // An edit of the headline since: named by comparing the field hashes of format 2.
+    const edited = diffReview({ ...input, previous: slotKeyed, review: { ...review, headline: 'other' } });
+    expect(edited.events.map((e) => [e.type, e.data.changed_fields])).toEqual([['review.updated', ['headline']]]);
+    expect(edited.next).toMatchObject({ keyId: KEYED.keyId, sequence: 5 });
+    expect(edited.next).not.toHaveProperty('fieldHashForm');
   });
 });

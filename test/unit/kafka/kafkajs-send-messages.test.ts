@@ -6,13 +6,14 @@ import { describe, expect, it } from 'vitest';
 // leadership moved to a broker that had already answered was never sent, and send() resolved without its records
 // (kafkajs issue #1303; in a transaction, a commit without them). kafkajs' own sendMessages runs here over a
 // cluster whose metadata moves a partition between attempts, as the three-broker failover test kills its leader.
+// Each message's partition is chosen once per send: a retry does not ask the (round-robin) partitioner again.
 
 const require = createRequire(import.meta.url);
 
 interface Message {
-  key: string;
+  key: string | null;
   value: string;
-  partition: number;
+  partition?: number;
 }
 interface PartitionData {
   partition: number;
@@ -35,9 +36,16 @@ type Send = (args: {
   topicMessages: { topic: string; messages: Message[] }[];
 }) => Promise<Answer[]>;
 type Retrier = (fn: unknown) => Promise<unknown>;
+type Partitioner = (args: {
+  topic: string;
+  partitionMetadata: { partitionId: number; leader: number }[];
+  message: Message;
+}) => number;
 
 const createSendMessages = require('kafkajs/src/producer/sendMessages') as (deps: Record<string, unknown>) => Send;
 const createRetry = require('kafkajs/src/retry') as (options: Record<string, number>) => Retrier;
+// The partitioner the bridge's producers use (Partitioners.DefaultPartitioner): round-robin for keyless messages.
+const createDefaultPartitioner = require('kafkajs/src/producer/partitioners/default') as () => Partitioner;
 const { KafkaJSConnectionError } = require('kafkajs/src/errors') as {
   KafkaJSConnectionError: new (message: string) => Error;
 };
@@ -46,15 +54,21 @@ const TOPIC = 'reviews.created';
 
 /** A broker that records what it was asked to write, answers after `delayMs`, or fails while `dead`. */
 class FakeBroker {
-  readonly requests: { partition: number; firstSequence: number; keys: string[] }[][] = [];
+  readonly requests: { partition: number; firstSequence: number; keys: (string | null)[] }[][] = [];
+  /** The value of every message it wrote, in order. */
+  readonly written: string[] = [];
   dead = false;
+  /** Fails only this many more requests, when set (a broker that comes back). */
+  failures: number | null = null;
   delayMs = 0;
 
   constructor(readonly nodeId: number) {}
 
   async produce({ topicData }: { topicData: TopicData[] }) {
-    if (this.dead) throw new KafkaJSConnectionError(`connect ECONNREFUSED (broker ${this.nodeId})`);
+    if (this.dead || (this.failures !== null && this.failures-- > 0))
+      throw new KafkaJSConnectionError(`connect ECONNREFUSED (broker ${this.nodeId})`);
     const partitions = topicData.flatMap((t) => t.partitions);
+    this.written.push(...partitions.flatMap((p) => p.messages.map((m) => m.value)));
     this.requests.push(
       partitions.map((p) => ({
         partition: p.partition,
@@ -130,11 +144,14 @@ function fakeEosManager() {
   };
 }
 
-function sendOver(cluster: ReturnType<typeof fakeCluster>): Send {
+function sendOver(
+  cluster: ReturnType<typeof fakeCluster>,
+  partitioner: Partitioner = ({ message }) => message.partition!,
+): Send {
   return createSendMessages({
     logger: { debug: () => undefined, error: () => undefined, warn: () => undefined, info: () => undefined },
     cluster,
-    partitioner: ({ message }: { message: Message }) => message.partition,
+    partitioner,
     eosManager: fakeEosManager(),
     retrier: createRetry({ retries: 5, initialRetryTime: 5, maxRetryTime: 20, factor: 0, multiplier: 1 }),
   });
@@ -190,5 +207,26 @@ describe('kafkajs patch (sendMessages): a partition leader that dies mid-send', 
     expect(one.requests).toEqual([[{ partition: 0, firstSequence: 0, keys: ['a', 'c'] }]]);
     expect(two.requests).toEqual([[{ partition: 1, firstSequence: 0, keys: ['b'] }]]);
     expect(answers).toHaveLength(2);
+  });
+
+  it('keeps each keyless message in the partition first chosen for it, so a retry writes each exactly once', async () => {
+    // Keyless messages (a dead letter of a record without a readable id) go round-robin: chosen again on the
+    // retry, the partition that was acknowledged kept its first messages and the retried one got others, so one
+    // message was written twice and two never (kafkajs 2.2.4 and the patch before this one).
+    const [one, two] = [new FakeBroker(1), new FakeBroker(2)];
+    one.failures = 1;
+    const keyless: Message[] = ['m1', 'm2', 'm3'].map((value) => ({ key: null, value }));
+
+    const answers = await sendOver(
+      fakeCluster({ 0: 1, 1: 2 }, [one, two]),
+      createDefaultPartitioner(),
+    )({
+      acks: -1,
+      timeout: 30_000,
+      topicMessages: [{ topic: TOPIC, messages: keyless }],
+    });
+
+    expect([...one.written, ...two.written].sort()).toEqual(['m1', 'm2', 'm3']);
+    expect(answers.map((a) => a.partition).sort()).toEqual([0, 1]);
   });
 });
