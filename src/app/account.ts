@@ -7,6 +7,7 @@ import { BridgeMetrics } from '../ops/metrics.js';
 import { Passes, type PassesSink } from '../bridge/passes/index.js';
 import type { PipelineDeps } from '../bridge/pipeline.js';
 import { KafkaPublisher } from '../kafka/publisher.js';
+import type { RecordContracts } from '../core/wire-format.js';
 import type { ChangelogIndex } from '../kafka/changelog-index.js';
 import { accountKeys, type BridgeRedis } from '../redis/connection.js';
 import { readTlsFiles } from '../config/secrets.js';
@@ -119,6 +120,8 @@ export interface AccountContext {
   startSlots?: StartSlots;
   /** What the process learnt of shared changelogs, so new accounts' full restores skip what it read; absent: none. */
   changelogIndex?: ChangelogIndex;
+  /** The schemas registered for the account's topics (read when it leads); absent: no schema registry. */
+  contracts?: () => RecordContracts | null;
 }
 
 /**
@@ -186,6 +189,7 @@ export class AccountBridge {
           config.privacy,
           context.changelogIndex,
           options.kafkaSocketFactory,
+          context.contracts?.(),
         );
         const source = upstreamFromConfig(config, this.metrics, logger);
         const adapters = {

@@ -16,6 +16,7 @@ import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
 import { startAdminServer, type AdminServer } from '../admin/server.js';
 import { startTracing } from './tracing.js';
 import { processLiveness, processReadiness } from './health.js';
+import { SchemaContracts } from '../kafka/schema-registry.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loops, one per
 // account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
@@ -43,6 +44,8 @@ export interface App {
 
 /** Options for tests and tools; production uses none. */
 export interface AppOptions extends AccountOptions {
+  /** The process's schema registry contracts (set by startApp from the configuration). */
+  contracts?: SchemaContracts;
   /** Times the start-up checks, the probes' caches and the replica registry's beats (default: the system clock). */
   clock?: Clock;
 }
@@ -74,17 +77,21 @@ export async function startApp(
   const clock = options.clock ?? systemClock;
   const redis = connectRedisFromConfig(first.redis);
   const durability = await watchDurability(redis, first.redis, logger, clock);
-  const parts = buildParts(list, redis, logger, options);
+  // The event contracts (SCHEMA_REGISTRY_URL): registered before any account starts, so that every event names
+  // its registered schema; the accounts' publishers take them from here.
+  const registry = first.schemaRegistry ? new SchemaContracts(list, first.schemaRegistry, logger) : null;
+  const parts = buildParts(list, redis, logger, { ...options, contracts: registry ?? undefined });
   const { accounts, allotment, kafka, tracing } = parts;
 
   let admin: AdminServer | null = null;
-  const health = { accounts, only: parts.only, redis, kafka, durability, clock };
+  const health = { accounts, only: parts.only, redis, kafka, durability, clock, contracts: registry };
   const ops = await startOpsServer({
     host: first.http.host,
     port: first.http.port,
     metrics: mergedMetrics(() => [
       parts.processRegistry,
       durability.registry,
+      ...(registry ? [registry.registry] : []),
       ...(admin ? [admin.metrics.registry] : []),
       ...[...accounts.values()].map((a) => a.metrics.registry),
     ]),
@@ -104,6 +111,7 @@ export async function startApp(
       });
     } catch (err) {
       durability.stop();
+      await registry?.stop();
       await allotment.stop();
       await kafka.close();
       await tracing.shutdown();
@@ -115,12 +123,20 @@ export async function startApp(
 
   // After the ops server: the first beat waits for Redis, and /healthz and /readyz must answer meanwhile (a wrong
   // Redis password is reported there, not by a port that refuses connections).
-  await allotment.start();
-  for (const bridge of accounts.values()) bridge.start();
+  // With a registry, the accounts start once their contracts are registered (in the background: /readyz says
+  // why the process is not ready meanwhile); an incompatible schema keeps them from starting at all.
+  const starting = (async () => {
+    if (registry && !(await registry.register())) return;
+    await allotment.start();
+    for (const bridge of accounts.values()) bridge.start();
+  })();
+  if (!registry) await starting;
 
   const stop = async () => {
     // No operator action is taken while the accounts stop.
     await admin?.close();
+    await registry?.stop();
+    await starting;
     // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
     // and take each lease the moment it is released.
     durability.stop();
@@ -219,6 +235,7 @@ function buildParts(list: readonly BridgeConfig[], redis: BridgeRedis, logger: L
         startSlots,
         changelogIndex,
         tracer: tracing.tracer,
+        contracts: options.contracts ? () => options.contracts!.of(config.account) : undefined,
       },
       options,
     );

@@ -5,6 +5,7 @@ import type { LivenessResult, ReadinessResult } from '../ops/http-server.js';
 import type { BridgeRedis } from '../redis/connection.js';
 import { durabilityMessage, type DurabilityWatch } from '../redis/durability.js';
 import type { AccountBridge } from './account.js';
+import type { SchemaContracts } from '../kafka/schema-registry.js';
 
 // What /healthz and /readyz say about the whole process: its accounts' loops, Redis, Kafka and the upstream
 // credentials. The only account of a process is reported under its own name (dashboards and probes of one-account
@@ -20,13 +21,17 @@ export interface HealthSources {
   durability: DurabilityWatch;
   /** Times the cached checks (Kafka, upstream credentials). */
   clock: Pick<Clock, 'now'>;
+  /** The schema registry contracts (SCHEMA_REGISTRY_URL); null or absent: no registry. */
+  contracts?: Pick<SchemaContracts, 'readiness'> | null;
 }
 
 /** The liveness check: every account's loop ticks. */
 export function processLiveness(src: HealthSources): () => LivenessResult {
   return () => {
     const loops = [...src.accounts.values()].map((a) => ({ account: a.account, ...a.health() }));
-    const stuck = loops.filter((h) => !h.ok);
+    // Accounts wait for their contracts before they start: their loops do not tick, and that is no hang.
+    const waiting = src.contracts ? src.contracts.readiness() !== true : false;
+    const stuck = waiting ? [] : loops.filter((h) => !h.ok);
     return {
       ok: stuck.length === 0,
       detail: src.only
@@ -61,11 +66,16 @@ export function processReadiness(src: HealthSources): () => Promise<ReadinessRes
     const starting = loops.every((h) => h.role === 'starting');
     const unmet = durabilityMessage(durability.state());
     const durable = unmet === null || durability.state().kind === 'unknown';
+    // Present only with a registry: true once the contracts are registered, else its state and reason.
+    const contracts = src.contracts?.readiness();
+    const registry: Record<string, string | boolean> = contracts === undefined ? {} : { schema_registry: contracts };
+    const registered = contracts === undefined || contracts === true;
     if (src.only) {
       const role = loops[0]!.role;
       return {
-        ok: redisOk && durable && kafkaOk && credentials[0]! && role !== 'starting',
+        ok: redisOk && durable && kafkaOk && credentials[0]! && role !== 'starting' && registered,
         checks: {
+          ...registry,
           redis: redisOk,
           redis_durability: unmet ?? true,
           kafka: kafkaOk,
@@ -79,8 +89,9 @@ export function processReadiness(src: HealthSources): () => Promise<ReadinessRes
     // stop with it on a rollout): they are reported by account and in the metrics, not in `ok`.
     const refused = all.filter((_, i) => !credentials[i]).map((a) => a.account);
     return {
-      ok: redisOk && durable && kafkaOk && !starting,
+      ok: redisOk && durable && kafkaOk && !starting && registered,
       checks: {
+        ...registry,
         redis: redisOk,
         redis_durability: unmet ?? true,
         kafka: kafkaOk,
