@@ -211,7 +211,7 @@ export const EnvSchema = z.object({
   SCHEMA_REGISTRY_COMPATIBILITY: z
     .enum(['BACKWARD', 'BACKWARD_TRANSITIVE', 'FORWARD', 'FORWARD_TRANSITIVE', 'FULL', 'FULL_TRANSITIVE', 'NONE'])
     .default('BACKWARD')
-    .describe("Compatibility rule set on a subject that has none of its own (the subject's own rule wins)"),
+    .describe("Rule put on a subject whose rule is missing or NONE (a subject's own other rule wins)"),
   SCHEMA_REGISTRY_WIRE_FORMAT: z
     .enum(['structured', 'confluent'])
     .default('structured')
@@ -467,7 +467,7 @@ export interface SchemaRegistryConfig {
   password: SecretSource | null;
   /** PEM bundle trusted for the registry's certificate (besides the system CAs); null: system CAs only. */
   caFile: string | null;
-  /** The rule put on a subject that has none of its own. */
+  /** The rule put on a subject whose rule is missing or NONE. */
   compatibility: string;
   wireFormat: 'structured' | 'confluent';
 }

@@ -14,7 +14,7 @@ import type { RecordContract, RecordContracts } from '../core/wire-format.js';
 // records' values under the subject `<topic>-value`. A schema the subject already holds is looked up, not
 // registered again (idempotent across replicas and restarts, and no write at all on an unchanged deployment). A new
 // one is registered in one request: the registry checks it against the subject's compatibility rule (the
-// bridge's SCHEMA_REGISTRY_COMPATIBILITY on a subject without a rule of its own) as it registers it, so two
+// bridge's SCHEMA_REGISTRY_COMPATIBILITY on a subject whose rule is missing or NONE) as it registers it, so two
 // replicas starting together cannot both pass a check and then race; a version that would break the subject's
 // consumers is refused there (409) with the registry's description of the change.
 
@@ -73,9 +73,10 @@ export class SchemaRegistryClient {
     return this.idOf(status, body, `look up ${subject}`);
   }
 
-  /** The subject's own compatibility rule; null when it has none (the registry's global rule applies). */
+  /** The subject's compatibility rule; null when the registry says it has none (Apicurio answers the global one). */
   async subjectRule(subject: string): Promise<string | null> {
-    const { status, body } = await this.call('GET', `/config/${encodeURIComponent(subject)}`);
+    const path = `/config/${encodeURIComponent(subject)}?defaultToGlobal=false`;
+    const { status, body } = await this.call('GET', path);
     if (status === 404) return null;
     if (status !== 200) throw this.unexpected(status, body, `read the rule of ${subject}`);
     const answer = body as { compatibilityLevel?: string; compatibility?: string };
@@ -181,7 +182,7 @@ function changeOf(body: unknown): string {
 
 /**
  * Registers the schema of every topic of `topics` that has a contract, in `wire` format, and returns what each
- * record type's messages must name. A subject without a rule of its own gets `rule` first.
+ * record type's messages must name. A subject whose rule is missing or NONE gets `rule` first.
  */
 export async function registerContracts(
   client: SchemaRegistryClient,
@@ -195,7 +196,12 @@ export async function registerContracts(
     const schema = registrySchema(type, registry.wireFormat);
     let id = await client.lookup(subject, schema);
     if (id === null) {
-      if ((await client.subjectRule(subject)) === null) await client.setSubjectRule(subject, registry.compatibility);
+      // A subject's rule of its own wins; NONE counts as none, since some registries (Apicurio) answer the global
+      // default, NONE, for a subject that has no rule of its own.
+      const rule = await client.subjectRule(subject);
+      if (rule === null || (rule === 'NONE' && registry.compatibility !== 'NONE')) {
+        await client.setSubjectRule(subject, registry.compatibility);
+      }
       id = await client.register(subject, schema);
       logger?.info({ subject, schemaId: id }, 'schema registered');
     }
