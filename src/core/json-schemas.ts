@@ -79,3 +79,20 @@ export function registrySchema(type: RecordType, wire: WireFormat): string {
   };
   return JSON.stringify(doc);
 }
+
+/** The file under schemas/released/ of a record type's registered schema in one wire format. */
+export function releasedSchemaFileName(type: RecordType, wire: WireFormat): string {
+  return `${type}.${SCHEMA_VERSION}.${wire}.json`;
+}
+
+/** The registered schemas of every record type in both wire formats, as schemas/released/ keeps them. */
+export function releasedSchemaFiles(): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const type of Object.keys(RECORD_SCHEMAS) as RecordType[]) {
+    for (const wire of ['structured', 'confluent'] as const) {
+      const pretty = JSON.stringify(JSON.parse(registrySchema(type, wire)), null, 2);
+      files.set(releasedSchemaFileName(type, wire), pretty + '\n');
+    }
+  }
+  return files;
+}
