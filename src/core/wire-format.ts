@@ -96,13 +96,17 @@ export function structuredFromBinary(
 
 /**
  * Bytes a message may grow by when it names its registered schema or is framed, beyond what fitEvent measured:
- * the longest registered URL against the URN it replaces, plus (framed) the frame and the `ce_` headers' overhead
- * over the same attributes in JSON (per header: two length varints and `ce_`, against quotes, colon and comma).
+ * the most a registered URL is longer than the URN it replaces (`urnBytes` of the type), plus (framed) the frame and
+ * the `ce_` headers' overhead over the same attributes in JSON (per header: two length varints and `ce_`, against
+ * quotes, colon and comma).
  */
-export function contractReserveBytes(contracts: RecordContracts | null | undefined, urnBytes: number): number {
+export function contractReserveBytes(
+  contracts: RecordContracts | null | undefined,
+  urnBytes: (type: RecordType) => number,
+): number {
   if (!contracts) return 0;
-  const urls = Object.values(contracts.byType).map((c) => Buffer.byteLength(c.url));
-  const longer = Math.max(0, Math.max(...urls) - urnBytes);
+  const entries = Object.entries(contracts.byType) as [RecordType, RecordContract][];
+  const longer = Math.max(0, ...entries.map(([type, c]) => Buffer.byteLength(c.url) - urnBytes(type)));
   // Ten attributes at most (specversion, id, source, type, subject, time, sequence, dataschema, traceparent and
   // content-type), each at most 16 + 3 bytes more as a header than as a JSON member; 5 bytes of frame.
   return contracts.wire === 'confluent' ? longer + 5 + 10 * 19 : longer;

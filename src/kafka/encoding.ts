@@ -141,7 +141,7 @@ export class RecordEncoder {
    * the message limit less this.
    */
   get contractReserveBytes(): number {
-    return contractReserveBytes(this.contracts, Buffer.byteLength(dataschemaOf('review.status_changed')));
+    return contractReserveBytes(this.contracts, (type) => Buffer.byteLength(dataschemaOf(type)));
   }
 
   /**
