@@ -12,9 +12,10 @@ import {
   type TestBridge,
 } from '../helpers/bridge.js';
 import { runJvmConsumer } from '../helpers/jvm-consumer.js';
+import { startRegistryConsumer } from '../../examples/registry-consumer.js';
 import { readAll, type ReadMessage } from '../helpers/kafka.js';
 import { testRegistryUrl } from '../helpers/registry.js';
-import { kafkaBrokers } from '../helpers/services.js';
+import { kafkaBrokers, uniqueName } from '../helpers/services.js';
 import type { Simulator } from '../../src/simulator/index.js';
 import { onTestFinished } from 'vitest';
 
@@ -80,6 +81,41 @@ async function recordsOf(b: TestBridge): Promise<{ message: ReadMessage; record:
   }));
 }
 
+/**
+ * Runs the kafkajs example (examples/registry-consumer.ts) over the topics until it has seen `count` records; the
+ * kinds it parsed, with the schema ids it validated them against, and what it found invalid.
+ */
+async function exampleConsumer(
+  registry: string,
+  b: TestBridge,
+  count: number,
+): Promise<{ kinds: Set<string>; invalid: string[] }> {
+  const kinds = new Set<string>();
+  const invalid: string[] = [];
+  let seen = 0;
+  const consumer = await startRegistryConsumer({
+    brokers: kafkaBrokers(),
+    registryUrl: registry,
+    groupId: uniqueName('registry-example'),
+    topics: RECORD_TOPICS.map((t) => b.topics[t]),
+    onRecord: (record, schemaId) => {
+      seen++;
+      kinds.add(record.kind);
+      if (record.kind !== 'tombstone' && schemaId <= 0) invalid.push(`${record.kind} without a schema id`);
+    },
+    onInvalid: (topic, offset, reason) => {
+      seen++;
+      invalid.push(`${topic}@${offset}: ${reason}`);
+    },
+  });
+  try {
+    await eventually(async () => (seen >= count ? true : undefined), 60_000, `${count} records in the example`);
+  } finally {
+    await consumer.stop();
+  }
+  return { kinds, invalid };
+}
+
 describe('schema registry', () => {
   it('registers a subject per topic; every event names its registered schema; the JVM consumer validates all types', async () => {
     const registry = await testRegistryUrl();
@@ -125,6 +161,10 @@ describe('schema registry', () => {
     ]) {
       expect(report.counts[type], type).toBeGreaterThan(0);
     }
+
+    const example = await exampleConsumer(registry, b, records.length);
+    expect(example.invalid).toEqual([]);
+    expect(example.kinds).toEqual(kinds);
 
     // A restart registers nothing new: the subjects keep one version each (idempotent across restarts).
     await b.restart();
@@ -183,6 +223,9 @@ describe('schema registry', () => {
         'review.updated',
       ].sort(),
     );
+    const example = await exampleConsumer(registry, b, records.length);
+    expect(example.invalid).toEqual([]);
+    expect(example.kinds.size).toBe(7);
   });
 
   it('an incompatible schema refuses the start with one line naming the subject and the change; /readyz and a metric say so', async () => {
