@@ -82,7 +82,8 @@ async function recordsOf(b: TestBridge): Promise<{ message: ReadMessage; record:
 }
 
 /**
- * Runs the kafkajs example (examples/registry-consumer.ts) over the topics until it has seen `count` records; the
+ * Runs the kafkajs example (examples/registry-consumer.ts) over the topics until it has seen `count` records of
+ * every kind (or found them invalid); the
  * kinds it parsed, with the schema ids it validated them against, and what it found invalid.
  */
 async function exampleConsumer(
@@ -109,7 +110,12 @@ async function exampleConsumer(
     },
   });
   try {
-    await eventually(async () => (seen >= count ? true : undefined), 60_000, `${count} records in the example`);
+    // The topics' partitions arrive in any order and heartbeats keep coming: wait for every kind, then the count.
+    await eventually(
+      async () => (kinds.size >= 7 && seen >= count ? true : undefined),
+      60_000,
+      `${count} records of all 7 kinds in the example (seen ${seen})`,
+    );
   } finally {
     await consumer.stop();
   }
