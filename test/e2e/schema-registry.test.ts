@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseReviewEvent, type ParsedRecord } from '../../src/consumer/kit.js';
 import { registrySchema } from '../../src/core/json-schemas.js';
 import { subjectOf } from '../../src/kafka/schema-registry.js';
@@ -11,7 +11,7 @@ import {
   testEnv,
   type TestBridge,
 } from '../helpers/bridge.js';
-import { runJvmConsumer } from '../helpers/jvm-consumer.js';
+import { buildJvmConsumer, runJvmConsumer } from '../helpers/jvm-consumer.js';
 import { startRegistryConsumer } from '../../examples/registry-consumer.js';
 import { readAll, type ReadMessage } from '../helpers/kafka.js';
 import { testRegistryUrl } from '../helpers/registry.js';
@@ -123,6 +123,11 @@ async function exampleConsumer(
 }
 
 describe('schema registry', () => {
+  // A fresh clone fetches the registry (about 160 MB from Maven Central) and builds the JVM consumer first.
+  beforeAll(async () => {
+    await Promise.all([testRegistryUrl(), buildJvmConsumer()]);
+  }, 600_000);
+
   it('registers a subject per topic; every event names its registered schema; the JVM consumer validates all types', async () => {
     const registry = await testRegistryUrl();
     const sim = await simulatorForTest({ reviewCount: 20, seed: 39 });

@@ -36,8 +36,11 @@ function sources(dir: string): string[] {
 
 let built: Promise<string> | undefined;
 
-/** Compiles the consumer (Maven, repository .cache/m2) unless the cached build is current; its classpath. */
-function build(): Promise<string> {
+/**
+ * Compiles the consumer (Maven, repository .cache/m2) unless the cached build is current; its classpath. Call it
+ * in a beforeAll with a long timeout: the first build of a fresh clone downloads the plugins and the jars.
+ */
+export function buildJvmConsumer(): Promise<string> {
   built ??= (async () => {
     const hash = createHash('sha256');
     for (const file of [join(PROJECT, 'pom.xml'), ...sources(join(PROJECT, 'src')).sort()])
@@ -77,7 +80,7 @@ export async function runJvmConsumer(
   registryUrl: string,
   topics: string[],
 ): Promise<JvmConsumerReport> {
-  const classpath = await build();
+  const classpath = await buildJvmConsumer();
   const result = await run(
     'java',
     ['-cp', classpath, 'reviewsbridge.EventsConsumer', brokers.join(','), registryUrl, ...topics],

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { RECORD_SCHEMAS, type RecordType } from '../../../src/core/events.js';
 import { registrySchema, releasedSchemaFileName } from '../../../src/core/json-schemas.js';
 import {
@@ -57,6 +57,11 @@ function released(type: RecordType, wire: (typeof WIRES)[number]): string {
   const file = new URL(`../../../schemas/released/${releasedSchemaFileName(type, wire)}`, import.meta.url);
   return JSON.stringify(JSON.parse(readFileSync(file, 'utf8')));
 }
+
+// A fresh clone fetches the registry (about 160 MB from Maven Central) before it starts.
+beforeAll(async () => {
+  await testRegistryUrl();
+}, 600_000);
 
 describe('schema evolution against the last release', () => {
   it('every registered schema is BACKWARD compatible with the released one (both wire formats)', async () => {
