@@ -5,6 +5,7 @@ import { registrySchema, releasedSchemaFileName } from '../../../src/core/json-s
 import {
   CONTRACT_TOPICS,
   IncompatibleSchemaError,
+  SchemaContracts,
   SchemaRegistryClient,
   registerContracts,
   subjectOf,
@@ -12,6 +13,10 @@ import {
 import type { BridgeConfig, SchemaRegistryConfig } from '../../../src/config/config.js';
 import { testRegistryUrl } from '../../helpers/registry.js';
 import { uniqueName } from '../../helpers/services.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { MINIMAL_ENV } from '../../helpers/config.js';
+import { silentLogger } from '../../helpers/fakes.js';
+import { pollUntil } from '../../helpers/wait.js';
 
 // The registration against a real schema registry (Apicurio Registry, scripts/registry.sh), and the evolution
 // rule of CI: every schema the bridge registers must be compatible, under the default rule (BACKWARD), with the
@@ -172,6 +177,42 @@ describe('registration', () => {
       expect((error as Error).message).not.toContain('s3cret');
     } finally {
       await client.close();
+    }
+  });
+
+  it('a process waits, not ready, while the registry cannot be reached, and registers once it can', async () => {
+    const url = await testRegistryUrl();
+    const account = loadConfig({ ...MINIMAL_ENV, SCHEMA_REGISTRY_URL: url });
+    const unreachable = new SchemaContracts([account], settings('http://127.0.0.1:9/apis/ccompat/v7'), silentLogger, {
+      initial: 20,
+      max: 50,
+    });
+    const waiting = unreachable.register();
+    await pollUntil(() => (unreachable.state === 'unreachable' ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the unreachable state',
+    });
+    expect(unreachable.readiness()).toMatch(/^unreachable: schema registry: POST .* failed \(ECONNREFUSED\)$/);
+    const metrics = await unreachable.registry.metrics();
+    expect(metrics).toContain('reviews_bridge_schema_registry_state{state="unreachable"} 1');
+    await unreachable.stop();
+    expect(await waiting).toBe(false);
+
+    const names = topics();
+    const reachable = new SchemaContracts(
+      [{ ...account, kafka: { ...account.kafka, topics: names } }],
+      settings(url),
+      silentLogger,
+    );
+    try {
+      expect(await reachable.register()).toBe(true);
+      expect(reachable.readiness()).toBe(true);
+      expect(reachable.of(account.account)?.byType['review.state'].url).toMatch(/\/schemas\/ids\/\d+$/);
+      expect(await reachable.registry.metrics()).toContain(
+        'reviews_bridge_schema_registry_state{state="registered"} 1',
+      );
+    } finally {
+      await reachable.stop();
     }
   });
 });
