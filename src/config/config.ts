@@ -206,7 +206,7 @@ export const EnvSchema = z.object({
   ),
   SCHEMA_REGISTRY_USERNAME: optionalText.describe('Basic-auth user of the schema registry'),
   SCHEMA_REGISTRY_PASSWORD: optionalText.describe('Basic-auth password (prefer SCHEMA_REGISTRY_PASSWORD_FILE)'),
-  SCHEMA_REGISTRY_PASSWORD_FILE: optionalText.describe('File holding the registry password, re-read at every start'),
+  SCHEMA_REGISTRY_PASSWORD_FILE: optionalText.describe('File holding the registry password, re-read at every request'),
   SCHEMA_REGISTRY_CA_FILE: optionalText.describe('PEM CA bundle trusted for the registry, besides the system CAs'),
   SCHEMA_REGISTRY_COMPATIBILITY: z
     .enum(['BACKWARD', 'BACKWARD_TRANSITIVE', 'FORWARD', 'FORWARD_TRANSITIVE', 'FULL', 'FULL_TRANSITIVE', 'NONE'])
