@@ -38,6 +38,11 @@ export interface App {
   allotment: Allotment;
   /** This replica's id in the replica registry and in lease values. */
   replica: string;
+  /**
+   * Resolves true once the accounts have started (at once without a schema registry, else after their contracts
+   * are registered), false when they never will (a schema the registry refused, or stopped first).
+   */
+  started: Promise<boolean>;
   /** Graceful stop: abandon the pages in flight, flush, release the leases, close connections. */
   stop(): Promise<void>;
 }
@@ -126,9 +131,10 @@ export async function startApp(
   // With a registry, the accounts start once their contracts are registered (in the background: /readyz says
   // why the process is not ready meanwhile); an incompatible schema keeps them from starting at all.
   const starting = (async () => {
-    if (registry && !(await registry.register())) return;
+    if (registry && !(await registry.register())) return false;
     await allotment.start();
     for (const bridge of accounts.values()) bridge.start();
+    return true;
   })();
   if (!registry) await starting;
 
@@ -157,6 +163,7 @@ export async function startApp(
     admin,
     allotment,
     replica: parts.replica,
+    started: starting,
     stop,
   };
 }

@@ -177,6 +177,7 @@ describe('schema registry', () => {
     expect(example.invalid).toEqual([]);
     expect(example.kinds).toEqual(kinds);
 
+    expect(await b.app.started).toBe(true);
     // A restart registers nothing new: the subjects keep one version each (idempotent across restarts).
     await b.restart();
     await eventually(
@@ -277,7 +278,8 @@ describe('schema registry', () => {
     const metrics = await (await fetch(`${b.app.ops.url}/metrics`)).text();
     expect(metrics).toContain('reviews_bridge_schema_registry_state{state="incompatible"} 1');
     expect(metrics).toContain('reviews_bridge_schema_registry_state{state="registered"} 0');
-    // Nothing started: no upstream request, no lease, the subject still holds only the older version.
+    // Nothing started: the accounts never will, no upstream request, the subject holds only the older version.
+    expect(await b.app.started).toBe(false);
     expect(sim.control.stats().requests).toBe(0);
     expect((await fetch(`${b.app.ops.url}/healthz`)).status).toBe(200);
     expect(await registryGet<number[]>(`${registry}/subjects/${subject}/versions`)).toHaveLength(1);
