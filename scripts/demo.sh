@@ -4,6 +4,8 @@
 # configured (UPSTREAM_BASE_URL), it drives the simulator through status changes, edits and new reviews.
 #
 # Usage: npm run demo            (DEMO_SECONDS=60 DEMO_REVIEWS=5000 by default)
+#        DEMO_REGISTRY=1 npm run demo   also starts a schema registry (scripts/registry.sh, Java 21+) and runs the
+#        bridge with SCHEMA_REGISTRY_URL: a subject per topic, every event's dataschema naming its schema
 set -euo pipefail
 LOG_NAME=demo
 # shellcheck source=scripts/lib.sh
@@ -28,11 +30,19 @@ cleanup() {
   for pid in "${pids[@]+"${pids[@]}"}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]+"${pids[@]}"}"; do wait "$pid" 2>/dev/null || true; done
   bash scripts/services.sh down || true
+  if [[ -n "${REGISTRY_PORT:-}" ]]; then bash scripts/registry.sh stop "$REGISTRY_PORT" || true; fi
 }
 trap cleanup EXIT
 bash scripts/services.sh up
 # shellcheck disable=SC1090
 source "$SERVICES_ENV_FILE"
+
+if [[ -n "${DEMO_REGISTRY:-}" && "${DEMO_REGISTRY}" != 0 ]]; then
+  REGISTRY_PORT="$(free_port)"
+  say "starting a schema registry (Apicurio Registry) on port $REGISTRY_PORT"
+  bash scripts/registry.sh start "$REGISTRY_PORT"
+  export SCHEMA_REGISTRY_URL="http://127.0.0.1:$REGISTRY_PORT/apis/ccompat/v7"
+fi
 
 # node --import tsx runs TypeScript in this very process, so a signal to the pid reaches the program itself.
 TSX="node --import tsx"
@@ -80,5 +90,9 @@ while ((SECONDS < end)); do
 done
 say "status"
 $TSX src/cli.ts status
+if [[ -n "${SCHEMA_REGISTRY_URL:-}" && -n "${REGISTRY_PORT:-}" ]]; then
+  say "subjects in the schema registry ($SCHEMA_REGISTRY_URL/subjects)"
+  curl -s "$SCHEMA_REGISTRY_URL/subjects"; echo
+fi
 say "a few metrics"
 curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | grep -E '^reviews_bridge_(events_published_total|reviews_processed_total|dead_letter_records_total|status_transitions_total|passes_total|watermark_lag_seconds)' | grep -v ' 0$' | head -30 || true  # head closes the pipe early: not a failure

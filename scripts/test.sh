@@ -3,7 +3,8 @@
 #   0. runs everything below on Node 24 LTS (scripts/node.sh: fetched once into .cache/node/ when the machine's
 #      node is older) and prints that version,
 #   1. installs node_modules (npm ci) when missing, older than package-lock.json or built by another Node,
-#   2. fetches the Kafka broker jars (cached in .cache/) and starts Kafka + Redis on free ports with
+#   2. fetches the Kafka broker jars and the schema registry (cached in .cache/; the registry tests start the
+#      registry themselves, once per run) and starts Kafka + Redis on free ports with
 #      scripts/services.sh, unless KAFKA_BROKERS and REDIS_URL are already set (then those are used),
 #   3. runs npm run typecheck, npm run lint, and vitest (all projects: unit, integration, e2e),
 #   4. always stops what it started, prints a one-line summary and exits non-zero when anything failed
@@ -83,6 +84,15 @@ for topology in ${TEST_TOPOLOGY//,/ }; do
       ;;
   esac
 done
+
+# The schema registry the registry tests start (test/helpers/registry.ts): fetched here, like the Kafka jars, so
+# that no test spends its time on the download (cached under .cache/ after the first run).
+if [[ -z "${TEST_SCHEMA_REGISTRY_URL:-}" ]]; then
+  step "schema registry (Apicurio Registry from Maven Central)"
+  t=$SECONDS
+  bash scripts/registry.sh fetch
+  echo "(fetch: $((SECONDS - t)) s)" >&2
+fi
 
 if [[ -z "${KAFKA_BROKERS:-}" || -z "${REDIS_URL:-}" ]]; then
   if [[ -z "${KAFKA_BROKERS:-}" ]]; then

@@ -7,6 +7,7 @@ import { BridgeMetrics } from '../ops/metrics.js';
 import { Passes, type PassesSink } from '../bridge/passes/index.js';
 import type { PipelineDeps } from '../bridge/pipeline.js';
 import { KafkaPublisher } from '../kafka/publisher.js';
+import type { RecordContracts } from '../core/wire-format.js';
 import type { ChangelogIndex } from '../kafka/changelog-index.js';
 import { accountKeys, type BridgeRedis } from '../redis/connection.js';
 import { readTlsFiles } from '../config/secrets.js';
@@ -144,6 +145,8 @@ export interface AccountContext {
    * account then logs it at debug only. Absent: every failure is logged as it comes.
    */
   explainFailure?: (err: unknown) => Promise<boolean>;
+  /** The schemas registered for the account's topics (read when it leads); absent: no schema registry. */
+  contracts?: () => RecordContracts | null;
 }
 
 /**
@@ -213,6 +216,7 @@ export class AccountBridge {
           config.privacy,
           context.changelogIndex,
           options.kafkaSocketFactory,
+          context.contracts?.(),
         );
         const source = upstreamFromConfig(config, this.metrics, logger);
         const adapters = {

@@ -19,6 +19,7 @@ import { startTracing } from './tracing.js';
 import { processLiveness, processReadiness, upstreamCheck } from './health.js';
 import { DependencyMonitor } from './dependencies.js';
 import { publishReplicaHealth } from '../redis/replica-health.js';
+import { SchemaContracts } from '../kafka/schema-registry.js';
 
 // The composition root: builds every adapter from the configuration and wires them into the loops, one per
 // account (src/app/account.ts), over one Redis connection and one ops server. The only place that knows all
@@ -40,12 +41,19 @@ export interface App {
   allotment: Allotment;
   /** This replica's id in the replica registry and in lease values. */
   replica: string;
+  /**
+   * Resolves true once the accounts have started (at once without a schema registry, else after their contracts
+   * are registered), false when they never will (a schema the registry refused, or stopped first).
+   */
+  started: Promise<boolean>;
   /** Graceful stop: abandon the pages in flight, flush, release the leases, close connections. */
   stop(): Promise<void>;
 }
 
 /** Options for tests and tools; production uses none. */
 export interface AppOptions extends AccountOptions {
+  /** The process's schema registry contracts (set by startApp from the configuration). */
+  contracts?: SchemaContracts;
   /** Times the start-up checks, the probes' caches and the replica registry's beats (default: the system clock). */
   clock?: Clock;
 }
@@ -79,12 +87,15 @@ export async function startApp(
   const durability = await watchDurability(redis, first.redis, logger, clock);
   await warnAboutEviction(redis, logger);
   const dependencies = new DependencyMonitor({ logger, now: () => clock.now() });
-  const parts = buildParts(list, redis, logger, options, dependencies);
+  // The event contracts (SCHEMA_REGISTRY_URL): registered before any account starts, so that every event names
+  // its registered schema; the accounts' publishers take them from here.
+  const registry = first.schemaRegistry ? new SchemaContracts(list, first.schemaRegistry, logger) : null;
+  const parts = buildParts(list, redis, logger, { ...options, contracts: registry ?? undefined }, dependencies);
   const { accounts, allotment, kafka, tracing } = parts;
   watchDependencies(dependencies, parts, redis, first.redis.keyPrefix, clock);
 
   let admin: AdminServer | null = null;
-  const health = { accounts, only: parts.only, redis, kafka, durability, dependencies, clock };
+  const health = { accounts, only: parts.only, redis, kafka, durability, dependencies, clock, contracts: registry };
   const ops = await portSetting('HTTP_PORT', first.http, startOpsServer, {
     host: first.http.host,
     port: first.http.port,
@@ -92,6 +103,7 @@ export async function startApp(
       parts.processRegistry,
       durability.registry,
       dependencies.registry,
+      ...(registry ? [registry.registry] : []),
       ...(admin ? [admin.metrics.registry] : []),
       ...[...accounts.values()].map((a) => a.metrics.registry),
     ]),
@@ -112,6 +124,7 @@ export async function startApp(
     } catch (err) {
       dependencies.stop();
       durability.stop();
+      await registry?.stop();
       await allotment.stop();
       await kafka.close();
       await tracing.shutdown();
@@ -124,12 +137,21 @@ export async function startApp(
   // After the ops server: the first beat waits for Redis, and /healthz and /readyz must answer meanwhile (a wrong
   // Redis password is reported there, not by a port that refuses connections).
   dependencies.start();
-  await allotment.start();
-  for (const bridge of accounts.values()) bridge.start();
+  // With a registry, the accounts start once their contracts are registered (in the background: /readyz says
+  // why the process is not ready meanwhile); an incompatible schema keeps them from starting at all.
+  const starting = (async () => {
+    if (registry && !(await registry.register())) return false;
+    await allotment.start();
+    for (const bridge of accounts.values()) bridge.start();
+    return true;
+  })();
+  if (!registry) await starting;
 
   const stop = async () => {
     // No operator action is taken while the accounts stop.
     await admin?.close();
+    await registry?.stop();
+    await starting;
     // Out of the registry first: the other replicas raise their share while this one still finishes its pages,
     // and take each lease the moment it is released.
     durability.stop();
@@ -151,6 +173,7 @@ export async function startApp(
     admin,
     allotment,
     replica: parts.replica,
+    started: starting,
     stop,
   };
 }
@@ -278,6 +301,7 @@ function buildParts(
         changelogIndex,
         tracer: tracing.tracer,
         explainFailure: (err) => dependencies.explains(err),
+        contracts: options.contracts ? () => options.contracts!.of(config.account) : undefined,
       },
       options,
     );

@@ -6,6 +6,7 @@ import type { BridgeRedis } from '../redis/connection.js';
 import { durabilityMessage, type DurabilityWatch } from '../redis/durability.js';
 import type { AccountBridge } from './account.js';
 import type { DependencyMonitor } from './dependencies.js';
+import type { SchemaContracts } from '../kafka/schema-registry.js';
 
 // What /healthz and /readyz say about the whole process: its accounts' loops, Redis, Kafka and the upstream
 // credentials. The dependencies are checked by the DependencyMonitor on its own schedule (src/app/dependencies.ts):
@@ -25,13 +26,17 @@ export interface HealthSources {
   dependencies: DependencyMonitor;
   /** The process's clock (the dependency monitor times its checks with it). */
   clock: Pick<Clock, 'now'>;
+  /** The schema registry contracts (SCHEMA_REGISTRY_URL); null or absent: no registry. */
+  contracts?: Pick<SchemaContracts, 'readiness'> | null;
 }
 
 /** The liveness check: every account's loop ticks. */
 export function processLiveness(src: HealthSources): () => LivenessResult {
   return () => {
     const loops = [...src.accounts.values()].map((a) => ({ account: a.account, ...a.health() }));
-    const stuck = loops.filter((h) => !h.ok);
+    // Accounts wait for their contracts before they start: their loops do not tick, and that is no hang.
+    const waiting = src.contracts ? src.contracts.readiness() !== true : false;
+    const stuck = waiting ? [] : loops.filter((h) => !h.ok);
     return {
       ok: stuck.length === 0,
       detail: src.only
@@ -56,11 +61,16 @@ export function processReadiness(src: HealthSources): () => Promise<ReadinessRes
     const reports = dependencies.reports();
     const ok = (name: string) => reports[name]?.status === 'ok';
     const redisOk = ok('redis') || (reports.redis?.status === 'unknown' && (await pinged(redis)));
+    // Present only with a registry: true once the contracts are registered, else its state and reason.
+    const contracts = src.contracts?.readiness();
+    const registry: Record<string, string | boolean> = contracts === undefined ? {} : { schema_registry: contracts };
+    const registered = contracts === undefined || contracts === true;
     if (src.only) {
       const role = loops[0]!.role;
       return {
-        ok: dependencies.ready() && durable && role !== 'starting',
+        ok: dependencies.ready() && durable && role !== 'starting' && registered,
         checks: {
+          ...registry,
           redis: redisOk,
           redis_durability: unmet ?? true,
           kafka: ok('kafka'),
@@ -75,8 +85,9 @@ export function processReadiness(src: HealthSources): () => Promise<ReadinessRes
     // stop with it on a rollout): they are reported by account and in the metrics, not in `ok`.
     const refused = all.filter((a) => a.credentialsRefused()).map((a) => a.account);
     return {
-      ok: dependencies.ready() && durable && !starting,
+      ok: dependencies.ready() && durable && !starting && registered,
       checks: {
+        ...registry,
         redis: redisOk,
         redis_durability: unmet ?? true,
         kafka: ok('kafka'),

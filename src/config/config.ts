@@ -226,6 +226,22 @@ export const EnvSchema = z.object({
   KAFKA_MAX_MESSAGE_BYTES: int(4096, 1024 * 1024 * 1024)
     .default(1024 * 1024)
     .describe("Largest message sent; the topics' smaller max.message.bytes wins (read at start)"),
+  // Opt-in: the event contracts in a schema registry (docs/consumers.md, "With a schema registry").
+  SCHEMA_REGISTRY_URL: unsetWhenBlank(urlOf(['http', 'https'])).describe(
+    'Confluent-compatible schema registry API (Apicurio: http://host:8080/apis/ccompat/v7); unset: no registry',
+  ),
+  SCHEMA_REGISTRY_USERNAME: optionalText.describe('Basic-auth user of the schema registry'),
+  SCHEMA_REGISTRY_PASSWORD: optionalText.describe('Basic-auth password (prefer SCHEMA_REGISTRY_PASSWORD_FILE)'),
+  SCHEMA_REGISTRY_PASSWORD_FILE: optionalText.describe('File holding the registry password, re-read at every request'),
+  SCHEMA_REGISTRY_CA_FILE: optionalText.describe('PEM CA bundle trusted for the registry, besides the system CAs'),
+  SCHEMA_REGISTRY_COMPATIBILITY: z
+    .enum(['BACKWARD', 'BACKWARD_TRANSITIVE', 'FORWARD', 'FORWARD_TRANSITIVE', 'FULL', 'FULL_TRANSITIVE', 'NONE'])
+    .default('BACKWARD')
+    .describe("Rule put on a subject whose rule is missing or NONE (a subject's own other rule wins)"),
+  SCHEMA_REGISTRY_WIRE_FORMAT: z
+    .enum(['structured', 'confluent'])
+    .default('structured')
+    .describe('structured: CloudEvents JSON; confluent: magic byte + schema id + data JSON, attributes in ce_ headers'),
   REDIS_URL: unsetWhenBlank(urlOf(['redis', 'rediss'])).describe(
     'A single Redis: redis:// or rediss://; one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES',
   ),
@@ -479,6 +495,21 @@ export interface BridgeConfig {
   fingerprintKeyFile: string | null;
   /** OpenTelemetry traces (OTEL_*): whether they are sent, where to, under which service name. */
   tracing: TracingConfig;
+  /** The schema registry holding the topics' contracts (SCHEMA_REGISTRY_URL); null or absent: none. */
+  schemaRegistry?: SchemaRegistryConfig | null;
+}
+
+/** Where the event contracts are registered, how to authenticate, and how records are framed. */
+export interface SchemaRegistryConfig {
+  /** Base URL of the Confluent-compatible API, without a trailing slash or credentials. */
+  url: string;
+  username: string | null;
+  password: SecretSource | null;
+  /** PEM bundle trusted for the registry's certificate (besides the system CAs); null: system CAs only. */
+  caFile: string | null;
+  /** The rule put on a subject whose rule is missing or NONE. */
+  compatibility: string;
+  wireFormat: 'structured' | 'confluent';
 }
 
 /** The OpenTelemetry settings of the process. */
@@ -772,6 +803,44 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     privacy,
     fingerprintKeyFile: keyFile,
     tracing: tracingConfig(e),
+    schemaRegistry: schemaRegistryConfig(e, env),
+  };
+}
+
+/** The schema registry settings; null without SCHEMA_REGISTRY_URL (the others are then refused by name). */
+function schemaRegistryConfig(e: Env, env: Record<string, string | undefined>): SchemaRegistryConfig | null {
+  const password = secret(env, 'SCHEMA_REGISTRY_PASSWORD', false);
+  if (!e.SCHEMA_REGISTRY_URL) {
+    const stray = (['SCHEMA_REGISTRY_USERNAME', 'SCHEMA_REGISTRY_CA_FILE', 'SCHEMA_REGISTRY_PASSWORD'] as const).find(
+      (name) => (name === 'SCHEMA_REGISTRY_PASSWORD' ? password !== null : e[name] !== undefined),
+    );
+    if (stray) throw new ConfigError(stray, 'only used with SCHEMA_REGISTRY_URL');
+    if (e.SCHEMA_REGISTRY_WIRE_FORMAT === 'confluent')
+      throw new ConfigError('SCHEMA_REGISTRY_WIRE_FORMAT', 'confluent needs SCHEMA_REGISTRY_URL (the schema ids)');
+    return null;
+  }
+  const url = new URL(e.SCHEMA_REGISTRY_URL);
+  if (url.username || url.password) {
+    throw new ConfigError(
+      'SCHEMA_REGISTRY_URL',
+      'must not contain credentials (use SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD_FILE)',
+    );
+  }
+  if ((password === null) !== (e.SCHEMA_REGISTRY_USERNAME === undefined)) {
+    const missing = password === null ? 'SCHEMA_REGISTRY_PASSWORD' : 'SCHEMA_REGISTRY_USERNAME';
+    throw new ConfigError(missing, 'the registry user and password go together (the password or its _FILE)');
+  }
+  if (password !== null && url.protocol === 'http:' && !isLoopback(url.hostname)) {
+    // Basic auth would cross the network in clear text.
+    throw new ConfigError('SCHEMA_REGISTRY_URL', 'must be https:// when the registry needs a password');
+  }
+  return {
+    url: e.SCHEMA_REGISTRY_URL.replace(/\/+$/, ''),
+    username: e.SCHEMA_REGISTRY_USERNAME ?? null,
+    password,
+    caFile: readableFile(e, 'SCHEMA_REGISTRY_CA_FILE'),
+    compatibility: e.SCHEMA_REGISTRY_COMPATIBILITY,
+    wireFormat: e.SCHEMA_REGISTRY_WIRE_FORMAT,
   };
 }
 

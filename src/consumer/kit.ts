@@ -13,6 +13,7 @@ import {
   type ReviewStatusChangedEvent,
   type ReviewUpdatedEvent,
 } from '../core/events.js';
+import { structuredFromBinary, unframe } from '../core/wire-format.js';
 
 // The consumer kit: parse what the bridge writes to Kafka into a typed union, and fold a review's records into
 // the consumer's view with a pure reducer that is indifferent to order and duplicates (the feed is at-least-once
@@ -80,13 +81,27 @@ function reviewIdOfKey(key: string | null): number {
   return Number(id);
 }
 
+/** Every header of a message as text (the first value of a repeated one). */
+function headerTexts(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys(headers ?? {})) {
+    const value = header(headers, name);
+    if (value !== null) out[name] = value;
+  }
+  return out;
+}
+
 /**
  * Parses one Kafka record of any of the bridge's topics: checks the CloudEvents envelope and the event's zod
  * schema (or the state row's), and that the key is the subject. Throws ForeignMessageError for anything else.
+ * Reads both wire formats: structured CloudEvents JSON (the default) and SCHEMA_REGISTRY_WIRE_FORMAT=confluent
+ * (magic byte and schema id before the JSON of the event's data, its attributes in ce_ headers), which it turns
+ * into the same structured event.
  */
 export function parseReviewEvent(message: KafkaRecordLike): ParsedRecord {
   const key = text(message.key);
-  const value = text(message.value);
+  const framed = Buffer.isBuffer(message.value) ? unframe(message.value) : null;
+  const value = framed ? framed.json : text(message.value);
   if (header(message.headers, STATE_RECORD_HEADER) === 'review.state') {
     const reviewId = reviewIdOfKey(key);
     if (value === null) return { kind: 'tombstone', reviewId };
@@ -96,7 +111,7 @@ export function parseReviewEvent(message: KafkaRecordLike): ParsedRecord {
     return { kind: 'state', reviewId, state: parsed.data };
   }
   if (value === null) throw new ForeignMessageError('null value outside the state topic');
-  const json = safeJson(value);
+  const json = framed ? binaryEvent(message.headers, value) : safeJson(value);
   if (typeof json !== 'object' || json === null || Array.isArray(json))
     throw new ForeignMessageError('value is not a JSON object');
   const envelope = json as Record<string, unknown>;
@@ -127,6 +142,18 @@ export function traceparentOf(message: KafkaRecordLike, record?: ParsedRecord): 
   if (fromHeader !== null && TRACEPARENT_PATTERN.test(fromHeader)) return fromHeader;
   const event = record && 'event' in record ? (record.event as { traceparent?: string }) : undefined;
   return event?.traceparent ?? null;
+}
+
+/** The structured event of a framed value and its ce_ headers. */
+function binaryEvent(headers: IHeaders | undefined, dataJson: string): unknown {
+  let event: Record<string, unknown> | null;
+  try {
+    event = structuredFromBinary(headerTexts(headers), dataJson);
+  } catch {
+    throw new ForeignMessageError('framed value is not JSON');
+  }
+  if (event === null) throw new ForeignMessageError('framed value without CloudEvents ce_ headers');
+  return event;
 }
 
 function safeJson(value: string): unknown {

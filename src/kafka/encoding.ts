@@ -5,12 +5,15 @@ import type { Logger } from 'pino';
 import type { BridgeConfig, PrivacyConfig } from '../config/config.js';
 import {
   STATE_RECORD_HEADER,
+  dataschemaOf,
   stateOf,
   type EventType,
   type ReviewDeletedEvent,
   type ReviewEvent,
+  type ReviewHeartbeatEvent,
   type ReviewState,
 } from '../core/events.js';
+import { binaryEventMessage, contractReserveBytes, frame, type RecordContracts } from '../core/wire-format.js';
 import {
   deadLetterMessage,
   eventMessage,
@@ -72,6 +75,8 @@ export class RecordEncoder {
     private readonly account: string,
     private readonly privacy: PrivacyConfig,
     logger: Logger,
+    /** The schemas registered for the topics (SCHEMA_REGISTRY_URL); absent: records as without a registry. */
+    private readonly contracts?: RecordContracts | null,
   ) {
     this.policy = fieldPolicyFromConfig(privacy, logger);
     this.topicOf = {
@@ -100,8 +105,8 @@ export class RecordEncoder {
       ...row,
       review: this.policy.applyToRecord(row.review) as ReviewState['review'],
     }));
-    for (const event of published) add(this.topicOf[event.type], eventMessage(event));
-    for (const row of stateMessages(published, rows)) add(this.config.topics.state, row);
+    for (const event of published) add(this.topicOf[event.type], this.eventRecord(event));
+    for (const row of stateMessages(published, rows)) add(this.config.topics.state, this.stateRecord(row));
     // Headers carry only the reject kind and detail (known field names and check codes), never record values.
     for (const dl of deadLetters)
       add(this.config.topics.deadLetter, deadLetterMessage(this.protectDeadLetter(dl), this.account, messageLimit));
@@ -113,7 +118,7 @@ export class RecordEncoder {
   deletionRecords(events: readonly ReviewDeletedEvent[], changelog?: ChangelogBatch): Outgoing[] {
     const outgoing: Outgoing[] = [];
     const add = (topic: string, message: Message): void => void outgoing.push({ topic, message, bytes: 0 });
-    for (const event of events) add(this.config.topics.deleted, this.keyed(eventMessage(event)));
+    for (const event of events) add(this.config.topics.deleted, this.keyed(this.eventRecord(event)));
     for (const event of events) {
       add(
         this.config.topics.state,
@@ -123,6 +128,39 @@ export class RecordEncoder {
     if (changelog)
       for (const record of changelogMessages(changelog)) add(this.config.topics.changelog, this.keyed(record));
     return outgoing;
+  }
+
+  /** The message of a heartbeat (keyed by the account, never prefixed). */
+  heartbeatMessage(event: ReviewHeartbeatEvent): Message {
+    return this.eventRecord(event);
+  }
+
+  /**
+   * Bytes the registry's contracts may add to an event's message beyond what fitEvent measures (its registered
+   * URL in place of the URN, and in the confluent wire format the frame and the ce_ headers): events are fitted to
+   * the message limit less this.
+   */
+  get contractReserveBytes(): number {
+    return contractReserveBytes(this.contracts, (type) => Buffer.byteLength(dataschemaOf(type)));
+  }
+
+  /**
+   * A CloudEvent's message: structured JSON as built without a registry; with one, `dataschema` names the schema
+   * registered for its topic, and the confluent wire format frames its data in binary content mode.
+   */
+  private eventRecord(event: ReviewEvent | ReviewDeletedEvent | ReviewHeartbeatEvent): ChangelogMessage {
+    const contracts = this.contracts;
+    if (!contracts) return eventMessage(event);
+    const contract = contracts.byType[event.type];
+    const named = { ...event, dataschema: contract.url };
+    return contracts.wire === 'confluent' ? binaryEventMessage(named, contract.id) : eventMessage(named);
+  }
+
+  /** A state row's message: framed in the confluent wire format (a tombstone stays null). */
+  private stateRecord(row: OutgoingMessage): ChangelogMessage {
+    const contracts = this.contracts;
+    if (contracts?.wire !== 'confluent') return row;
+    return { ...row, value: frame(contracts.byType['review.state'].id, row.value) };
   }
 
   /** One end marker per changelog partition, carrying `nonce` (see src/kafka/changelog-reader.ts). */

@@ -4,7 +4,7 @@ import { readChangelog, type ChangelogRawRecord } from './changelog-reader.js';
 import { changelogName, type ChangelogIndex } from './changelog-index.js';
 import type { Logger } from 'pino';
 import type { BridgeConfig, PrivacyConfig } from '../config/config.js';
-import { eventMessage } from '../core/event-size.js';
+import type { RecordContracts } from '../core/wire-format.js';
 import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent, ReviewState } from '../core/events.js';
 import { kafkaSecurity } from './security.js';
 import { DEFAULT_PRIVACY } from '../config/privacy.js';
@@ -100,8 +100,10 @@ export class KafkaPublisher implements EventSink {
     private readonly changelogIndex?: ChangelogIndex,
     /** Sockets to the brokers (tests of network faults); absent: kafkajs' own. */
     socketFactory?: ISocketFactory,
+    /** The schemas registered for the topics (src/kafka/schema-registry.ts); absent: no registry. */
+    contracts?: RecordContracts | null,
   ) {
-    this.encoder = new RecordEncoder(config, account, privacy, logger);
+    this.encoder = new RecordEncoder(config, account, privacy, logger, contracts);
     this.kafka = new Kafka(kafkaOptions(config, logger, socketFactory));
     this.sender = new KafkaSender(this.kafka, config);
     this.topics = new TopicAdmin(this.kafka, config, logger);
@@ -117,9 +119,9 @@ export class KafkaPublisher implements EventSink {
     await this.sender.connect();
   }
 
-  /** The largest message this publisher sends (bytes, overheads included): what fitEvent must be given. */
+  /** The largest message this publisher sends less what a registry contract may add: what fitEvent is given. */
   get maxMessageBytes(): number {
-    return this.messageLimit;
+    return this.messageLimit - this.encoder.contractReserveBytes;
   }
 
   async publish(
@@ -193,7 +195,11 @@ export class KafkaPublisher implements EventSink {
 
   /** Publishes one heartbeat (keyed by the account) and resolves once it is acknowledged. */
   async publishHeartbeat(event: ReviewHeartbeatEvent): Promise<void> {
-    await this.sender.sendRecord({ topic: this.config.topics.heartbeat, acks: -1, messages: [eventMessage(event)] });
+    await this.sender.sendRecord({
+      topic: this.config.topics.heartbeat,
+      acks: -1,
+      messages: [this.encoder.heartbeatMessage(event)],
+    });
   }
 
   /**

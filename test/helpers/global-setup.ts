@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { waitForKafka } from '../../scripts/kafka/ready.js';
 import { freePort } from './processes.js';
+import { stopTestRegistry } from './registry.js';
 
 // One Kafka broker and one Redis for the integration and e2e projects, from the first source that applies:
 //   1. KAFKA_BROKERS / REDIS_URL in the environment (scripts/test.sh sets them from scripts/services.sh),
@@ -60,7 +61,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
   );
   if (Object.keys(topology).length > 0) console.log(`global-setup: bridges use ${JSON.stringify(topology)}`);
   project.provide('bridgeRedisEnv', topology);
+  // The schema registry is started by the first test that needs one (test/helpers/registry.ts), once per run:
+  // the first project's setup names its state file, and its teardown stops it.
+  const ownsRegistry = !process.env.TEST_REGISTRY_STATE;
+  if (ownsRegistry) process.env.TEST_REGISTRY_STATE = `${ROOT}.run/test-registry-${process.pid}.json`;
+  project.provide('registryState', process.env.TEST_REGISTRY_STATE!);
   return async () => {
+    if (ownsRegistry) {
+      await stopTestRegistry(process.env.TEST_REGISTRY_STATE!).catch((err: unknown) =>
+        console.error(`global-setup: stopping the schema registry failed: ${String(err)}`),
+      );
+      delete process.env.TEST_REGISTRY_STATE;
+    }
     if (started.length === 0) return;
     if (needKafka) delete process.env.KAFKA_BROKERS;
     if (needRedis) delete process.env.REDIS_URL;
@@ -157,5 +169,6 @@ declare module 'vitest' {
     kafkaBrokers: string;
     redisUrl: string;
     bridgeRedisEnv: Record<string, string>;
+    registryState: string;
   }
 }

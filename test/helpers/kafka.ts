@@ -12,6 +12,8 @@ export interface ReadMessage {
   key: string | null;
   /** UTF-8 value; a tombstone (null value) reads as ''. */
   value: string;
+  /** The value's bytes as read by readAll (a framed value is not UTF-8); null for a tombstone. */
+  bytes?: Buffer | null;
   headers: Record<string, string | string[]>;
   /** Record timestamp, ms since the epoch. */
   timestamp: number;
@@ -112,6 +114,7 @@ export async function readAll(topics: string[], options: ReadAllOptions): Promis
           offset: message.offset,
           key: message.key === null ? null : message.key.toString('utf8'),
           value: message.value === null ? '' : message.value.toString('utf8'),
+          bytes: message.value,
           headers: decodeHeaders(message.headers),
           timestamp: Number(message.timestamp),
         });

@@ -271,6 +271,18 @@ describe('docker-compose.yml', () => {
     expect(bridgeRuns.length).toBeGreaterThanOrEqual(1);
   });
 
+  it('runs the schema registry the tests run (pinned), and the bridges register there before they start', () => {
+    const pom = read('scripts/registry/pom.xml');
+    const version = /<registry\.version>(.+)<\/registry\.version>/.exec(pom)?.[1];
+    expect(svc('registry').image).toBe(`apicurio/apicurio-registry:${version}`);
+    for (const [name, s] of bridgeRuns) {
+      const url = new URL(envOf(obj(s, name)).SCHEMA_REGISTRY_URL ?? '');
+      expect(url.host, name).toBe('registry:8080');
+      expect(url.pathname, name).toBe('/apis/ccompat/v7');
+      expect(obj(obj(s, name).depends_on, 'depends_on').registry, name).toEqual({ condition: 'service_healthy' });
+    }
+  });
+
   it('publishes ports on 127.0.0.1 only (the demo has no authentication)', () => {
     const published = Object.entries(services).flatMap(([name, s]) =>
       arr(obj(s, name).ports ?? []).map((p) => [name, String(p)] as const),
