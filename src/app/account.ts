@@ -20,6 +20,7 @@ import type { ReviewSource } from '../upstream/types.js';
 import type { Tracer } from '@opentelemetry/api';
 import type { ISocketFactory } from 'kafkajs';
 import { PassTracer } from '../ops/tracing.js';
+import { kindOf } from '../core/errors.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
 // namespace, checkpoint, lease, Kafka producer, metrics and loop (the producer and the upstream client only while
@@ -97,6 +98,11 @@ export function passesFromConfig(
       deleteMaxFraction: config.deletion.enabled ? config.deletion.maxFraction : null,
       account: config.account,
       keySource,
+      changelog: {
+        identity: config.kafka.identity,
+        topic: config.kafka.topics.changelog,
+        adoptLegacy: config.kafka.adoptLegacyChangelog,
+      },
     },
   );
 }
@@ -202,8 +208,11 @@ export class AccountBridge {
           connect: async () => {
             const gate = this.context.connectGate ?? ((_key: string, connect: () => Promise<void>) => connect());
             await gate(topicsKey, () => publisher.connect()).catch((err: unknown) => {
-              // Said apart from the pass failure that follows: Kafka (address, TLS, SASL) is what to look at.
-              logger.error({ err }, 'cannot connect to Kafka yet; the leadership retries with backoff');
+              // Said apart from the pass failure that follows: Kafka (address, TLS, SASL) is what to look at. A
+              // refusal (kind setting) names its setting itself, in the pass failure's line.
+              if (kindOf(err) !== 'setting') {
+                logger.error({ err }, 'cannot connect to Kafka yet; the leadership retries with backoff');
+              }
               throw err;
             });
             // The process's readiness probe has its own admin connection (src/kafka/probe.ts).

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { decodeChangelogRecord, type ChangelogCheckpoint } from '../core/changelog.js';
 import type { SnapshotEntry } from '../core/snapshot-entry.js';
+import { ConfigError } from '../core/errors.js';
+import { foreignIdentity, type Identity } from '../core/identity.js';
 
 // Redis is a cache of the Kafka changelog. Before a leader's first pass (and whenever Redis lost the account's
 // keys, or an operator asks) it compares Redis with Kafka and restores what Redis lacks:
@@ -10,12 +12,24 @@ import type { SnapshotEntry } from '../core/snapshot-entry.js';
 //   Kafka after it (a leader that died between its Kafka commit and its Redis commit) is applied, never derived
 //   and published again.
 // An account with no changelog yet (new, or a snapshot written before changelogs existed) keeps its Redis as is.
+//
+// Nothing is trusted for being there (docs/exactly-once.md, "What the contract rests on"):
+// - Redis's checkpoint naming another deployment or upstream, or a changelog checkpoint of the account naming one,
+//   stops the leadership with one line naming the settings (ConfigError): it is another installation's state;
+// - records another deployment wrote are skipped;
+// - records written before identities (an earlier version) are this deployment's only when Redis vouches for them
+//   (it reflects a changelog transaction, and names no other deployment), a checkpoint of this deployment in the
+//   topic adopted them before, or the operator says so (KAFKA_CHANGELOG_ADOPT_LEGACY);
+// - a topic whose partitions end before the offsets Redis's last commit got (deleted and created again, or
+//   truncated) is not the changelog Redis reflects.
 
 /** A changelog record of the account as the reader hands it over. */
 export interface RestoreRecord {
   key: string;
   value: Buffer | null;
   txn: number;
+  /** The deployment that wrote it (null or absent: before identities). */
+  deployment?: string | null;
 }
 
 /** What a restore reads and writes. */
@@ -26,7 +40,11 @@ export interface RestorePorts {
     offsets: Record<number, number>;
     cluster: string | null;
     empty: boolean;
+    /** The deployment and upstream Redis's checkpoint names (null: none, or written before identities). */
+    identity?: Identity | null;
   }>;
+  /** Names this deployment and upstream in Redis's checkpoint (once Redis is known to be theirs). */
+  stampIdentity?(identity: Identity): Promise<void>;
   clearForRestore(): Promise<void>;
   restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null]>): Promise<void>;
   /** Resolves false when the epoch is not above the changelog's epoch floor (a new lease is needed). */
@@ -74,6 +92,13 @@ export async function restoreFromChangelog(
     signal?: AbortSignal;
     /** Reports entries written so far (for `status`); called at most every second, and once at the end. */
     progress?: (entries: number, startedAt: number, finished: boolean) => Promise<void>;
+    /** Who this deployment is; absent (adapters built by hand): nothing is checked or stamped. */
+    identity?: Identity;
+    /** The changelog topic and the account, as refusals name them. */
+    topic?: string;
+    account?: string;
+    /** Adopt records written before identities without Redis vouching (KAFKA_CHANGELOG_ADOPT_LEGACY). */
+    adoptLegacy?: boolean;
   },
   epoch: number,
   force = false,
@@ -81,18 +106,38 @@ export async function restoreFromChangelog(
   const t0 = deps.clock();
   const [state, cluster] = await Promise.all([ports.changelogState(), ports.clusterId()]);
   const foreign = state.cluster !== null && state.cluster !== cluster;
+  const mine = deps.identity;
+  const refusals = new Refusals(deps.topic ?? 'the changelog topic', deps.account ?? 'the account');
+  if (mine && state.identity) refusals.checkRedis(state.identity, mine);
   const kind: RestoreKind = force || state.txn === null || foreign ? 'full' : 'tail';
   const after = kind === 'full' ? 0 : (state.txn ?? 0);
   let cleared = kind === 'tail';
   let latest: ChangelogCheckpoint | null = null;
   let entries = 0;
   let reportedAt = t0;
+  // Records written before identities, and whether something vouches that they are this deployment's.
+  let legacy = 0;
+  let skipped = 0;
+  let adopted = deps.adoptLegacy === true || (state.txn !== null && !foreign);
   const onRecords = async (records: RestoreRecord[]): Promise<void> => {
     const batch: Array<readonly [number, SnapshotEntry | null]> = [];
     for (const record of records) {
+      const deployment = record.deployment ?? null;
+      if (mine && deployment !== null && deployment !== mine.deployment) {
+        // Another deployment's record under this account's keys: its checkpoint stops the start (below).
+        const decoded = decodeChangelogRecord(record.key, record.value);
+        if (decoded?.kind === 'checkpoint') refusals.checkChangelog(decoded.identity, mine);
+        skipped += 1;
+        continue;
+      }
       if (record.txn <= after) continue;
       const decoded = decodeChangelogRecord(record.key, record.value);
       if (!decoded) continue;
+      if (mine && decoded.kind === 'checkpoint') {
+        refusals.checkChangelog(decoded.identity, mine);
+        if (decoded.identity) adopted = true;
+      }
+      if (mine && deployment === null) legacy += 1;
       // A full restore clears Redis only once the changelog proves it has something of this account.
       if (!cleared) {
         await ports.clearForRestore();
@@ -113,7 +158,13 @@ export async function restoreFromChangelog(
   };
   const from = kind === 'full' ? {} : state.offsets;
   const ends = await ports.readChangelog(from, onRecords, deps.signal);
+  if (mine && !foreign) refusals.checkOffsets(state.offsets, ends);
+  if (legacy > 0 && !adopted) refusals.legacy(legacy);
+  if (skipped > 0) deps.logger.warn({ skipped }, "skipped other deployments' records in the changelog");
+  if (mine && legacy > 0)
+    deps.logger.warn({ legacy }, 'adopted changelog records written before deployment identities');
   const restored = latest as ChangelogCheckpoint | null;
+  if (mine) await ports.stampIdentity?.(mine);
   if (!restored) {
     if (state.cluster !== cluster) await ports.setKafkaCluster(cluster);
     if (kind === 'full' && !state.empty && state.txn === null) {
@@ -130,4 +181,66 @@ export async function restoreFromChangelog(
     kind === 'full' ? 'restored the snapshot from the Kafka changelog' : 'applied Kafka commits Redis had missed',
   );
   return { kind, entries, txn: restored.txn, reacquire: !ok };
+}
+
+/** The refusals of a restore: each a ConfigError whose one line names what was found and the settings to change. */
+class Refusals {
+  constructor(
+    private readonly topic: string,
+    private readonly account: string,
+  ) {}
+
+  /** Redis's checkpoint was written by another deployment or upstream. */
+  checkRedis(found: Identity, mine: Identity): void {
+    const which = foreignIdentity(found, mine);
+    if (!which) return;
+    throw new ConfigError(
+      which === 'deployment' ? 'BRIDGE_DEPLOYMENT_ID' : 'UPSTREAM_BASE_URL',
+      `Redis holds the checkpoint of account ${this.account} written by ${describe(found, which)}, not by this ${describe(mine, which)}: ` +
+        `give this deployment its own REDIS_KEY_PREFIX, set ${hint(found, which)}, or reset the account to start over`,
+    );
+  }
+
+  /** A changelog checkpoint of the account was written by another deployment or upstream. */
+  checkChangelog(found: Identity | null, mine: Identity): void {
+    const which = found ? foreignIdentity(found, mine) : null;
+    if (!found || !which) return;
+    throw new ConfigError(
+      'KAFKA_TOPIC_CHANGELOG',
+      `changelog topic ${this.topic} holds a checkpoint of account ${this.account} written by ${describe(found, which)}, not by this ${describe(mine, which)}: ` +
+        `give this deployment its own KAFKA_TOPIC_CHANGELOG (or leave it unset), set ${hint(found, which)}, or reset the account to start over`,
+    );
+  }
+
+  /** The topic ends before the offsets Redis's last commit got: it is not the changelog Redis reflects. */
+  checkOffsets(redis: Record<number, number>, ends: Record<number, number>): void {
+    for (const [partition, offset] of Object.entries(redis)) {
+      const end = ends[Number(partition)];
+      if (end !== undefined && end >= offset) continue;
+      throw new ConfigError(
+        'KAFKA_TOPIC_CHANGELOG',
+        `changelog topic ${this.topic} ends before the records Redis's last commit of account ${this.account} wrote (partition ${partition}: ${end ?? 'missing'} < ${offset}): ` +
+          'it was deleted and created again, or lost records; point KAFKA_TOPIC_CHANGELOG at the topic this deployment wrote, or reset the account to start over',
+      );
+    }
+  }
+
+  /** Records written before identities, with nothing to say they are this deployment's. */
+  legacy(count: number): never {
+    throw new ConfigError(
+      'KAFKA_TOPIC_CHANGELOG',
+      `changelog topic ${this.topic} holds ${count} record(s) of account ${this.account} written before deployment identities, and nothing says they are this deployment's ` +
+        "(Redis holds no checkpoint of them): give this deployment its own KAFKA_TOPIC_CHANGELOG, or set KAFKA_CHANGELOG_ADOPT_LEGACY=true if they are this deployment's",
+    );
+  }
+}
+
+function describe(identity: Identity, which: 'deployment' | 'upstream'): string {
+  return which === 'deployment' ? `deployment ${identity.deployment}` : `upstream ${identity.upstream}`;
+}
+
+function hint(found: Identity, which: 'deployment' | 'upstream'): string {
+  return which === 'deployment'
+    ? `BRIDGE_DEPLOYMENT_ID=${found.deployment} if this is that deployment`
+    : 'UPSTREAM_BASE_URL and UPSTREAM_CLIENT_ID back to the upstream it mirrored';
 }

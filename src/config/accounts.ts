@@ -66,7 +66,12 @@ export function loadAccounts(env: Record<string, string | undefined> = process.e
     const config = accountConfig(env, entry, where);
     // Accounts that share a topic must not share keys: the state topic is compacted by key, and two accounts
     // may both have a review 42. Per-account topics keep the plain review id.
-    return shared && entries.length > 1 ? { ...config, kafka: { ...config.kafka, keyPrefix: `${entry.id}:` } } : config;
+    const several = entries.length > 1;
+    const kafka = { ...config.kafka, ...(shared && several ? { keyPrefix: `${entry.id}:` } : {}) };
+    // The changelog is shared by the accounts unless its name carries {account} (its default does not): its keys
+    // then always name the account, whatever the event topics do.
+    if (several && !(env.KAFKA_TOPIC_CHANGELOG ?? '').includes('{account}')) kafka.changelogKeyPrefix = `${entry.id}:`;
+    return { ...config, kafka };
   });
   return { accounts, file };
 }
@@ -124,7 +129,7 @@ function accountConfig(env: Record<string, string | undefined>, entry: AccountEn
     UPSTREAM_CLIENT_SECRET_FILE: upstream.clientSecretFile,
   };
   try {
-    return loadConfig(merged);
+    return loadConfig(merged, { multiAccount: true });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     const fromUpstream = err.setting.startsWith('UPSTREAM_CLIENT_') || err.setting === 'UPSTREAM_BASE_URL';

@@ -160,9 +160,11 @@ export class KafkaPublisher implements EventSink {
     signal?: AbortSignal,
   ): Promise<Record<number, number>> {
     const topic = this.config.topics.changelog;
+    // Before every restore: a topic that is not compacted (or no longer) must not be trusted.
+    await this.topics.verifyChangelog();
     const mark = (partitions: number[]): Promise<Record<number, number>> =>
       this.deliver(this.encoder.markerRecords(partitions, randomUUID()));
-    const keyPrefix = this.config.keyPrefix ?? '';
+    const keyPrefix = this.config.changelogKeyPrefix ?? this.config.keyPrefix ?? '';
     const index = keyPrefix === '' ? undefined : this.changelogIndex;
     const changelog = changelogName(this.config.brokers, topic);
     // A full restore of an account the index knows has nothing before its offsets starts there.

@@ -2,6 +2,8 @@ import type { Admin, ConfigResourceTypes, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { BridgeConfig } from '../config/config.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import { ConfigError } from '../core/errors.js';
+import { FORMER_DEFAULT_CHANGELOG } from '../core/changelog.js';
 
 // Topic administration of the Kafka adapter, over one admin connection: creating the bridge's topics (replication,
 // compaction), reading the message limit they allow, the cluster id, and the readiness probe.
@@ -53,6 +55,7 @@ export class TopicAdmin {
    */
   async prepare(current: number): Promise<number> {
     const admin = await this.admin();
+    await this.checkFormerDefault(admin);
     if (this.config.createTopics) await this.createTopics(admin);
     const limit = await this.readTopicLimits(admin, current);
     this.cluster = (await admin.describeCluster()).clusterId;
@@ -64,6 +67,52 @@ export class TopicAdmin {
     if (this.cluster) return this.cluster;
     const admin = await this.admin();
     return (this.cluster = (await admin.describeCluster()).clusterId);
+  }
+
+  /**
+   * Checks that the changelog topic keeps every key's last record for ever: cleanup.policy=compact, without
+   * delete (retention would drop the entries of reviews that did not change, and a full restore would rebuild a
+   * partial snapshot). Throws a ConfigError naming the topic and the setting; never alters the topic.
+   */
+  async verifyChangelog(): Promise<void> {
+    const admin = await this.admin();
+    const topic = this.config.topics.changelog;
+    let policy: string | undefined;
+    try {
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: TOPIC_RESOURCE, name: topic, configNames: ['cleanup.policy'] }],
+      });
+      policy = resources[0]?.configEntries.find((e) => e.configName === 'cleanup.policy')?.configValue;
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new ConfigError(
+        'KAFKA_TOPIC_CHANGELOG',
+        `cannot read cleanup.policy of changelog topic ${topic} (${reason}): the bridge must see that it is compacted (allow DescribeConfigs on it)`,
+      );
+    }
+    if (!changelogPolicyFits(policy)) {
+      throw new ConfigError(
+        'KAFKA_TOPIC_CHANGELOG',
+        `changelog topic ${topic} has cleanup.policy=${policy ?? 'unknown'}: retention would drop entries of unchanged reviews; ` +
+          `set cleanup.policy=compact on it (kafka-configs --alter --add-config cleanup.policy=compact) or point KAFKA_TOPIC_CHANGELOG at a compacted topic`,
+      );
+    }
+  }
+
+  // An upgrade from a version whose default changelog was one topic for every deployment: with KAFKA_TOPIC_CHANGELOG
+  // unset, this deployment's own default topic is new, and the former default may hold this deployment's changelog
+  // (or another's). Which one is the operator's to say: nothing is guessed, nothing is created.
+  private async checkFormerDefault(admin: Admin): Promise<void> {
+    if (!this.config.changelogDefaulted) return;
+    const existing = new Set(await admin.listTopics());
+    const own = this.config.topics.changelog;
+    if (existing.has(own) || !existing.has(FORMER_DEFAULT_CHANGELOG)) return;
+    throw new ConfigError(
+      'KAFKA_TOPIC_CHANGELOG',
+      `the former default changelog topic ${FORMER_DEFAULT_CHANGELOG} exists on this cluster and this deployment's own (${own}) does not: ` +
+        `set KAFKA_TOPIC_CHANGELOG=${FORMER_DEFAULT_CHANGELOG} if this deployment wrote it (an upgrade), or KAFKA_TOPIC_CHANGELOG=${own} to start its own`,
+    );
   }
 
   /** Cheap broker round trip for the readiness probe (no new connection per probe). */
@@ -147,6 +196,12 @@ export class TopicAdmin {
     }
     return this.probe;
   }
+}
+
+/** Whether a changelog's cleanup.policy keeps every key's last record: compact, and no delete. */
+export function changelogPolicyFits(policy: string | undefined): boolean {
+  const parts = (policy ?? '').split(',').map((p) => p.trim());
+  return parts.includes('compact') && !parts.includes('delete');
 }
 
 /** Waits until every partition of the topics has a leader, as the metadata of any broker asked tells. */

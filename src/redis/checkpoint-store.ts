@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Identity } from '../core/identity.js';
 import type { Checkpoint, CheckpointUpdate } from '../core/checkpoint.js';
 import { SnapshotLostError } from '../core/errors.js';
 import { durably, type AccountKeys, type BridgeRedis } from './connection.js';
@@ -28,6 +29,8 @@ export interface ChangelogState {
   offsets: Record<number, number>;
   cluster: string | null;
   empty: boolean;
+  /** The deployment and upstream that wrote the checkpoint (null: none named, or written before identities). */
+  identity: Identity | null;
 }
 
 /** Reads the checkpoint of one account and keeps the progress of its long passes. */
@@ -84,7 +87,13 @@ export class CheckpointStore {
       if (field.startsWith('clo:')) offsets[Number(field.slice(4))] = Number(value);
     }
     const empty = Object.keys(h).length === 0;
-    return { txn: num(h.txn), offsets, cluster: h.kafka_cluster ?? null, empty };
+    const identity = h.deployment && h.upstream ? { deployment: h.deployment, upstream: h.upstream } : null;
+    return { txn: num(h.txn), offsets, cluster: h.kafka_cluster ?? null, empty, identity };
+  }
+
+  /** Names the deployment and upstream Redis's checkpoint belongs to (checked by the next restore). */
+  async stampIdentity(identity: Identity): Promise<void> {
+    await this.redis.hset(this.keys.checkpoint, 'deployment', identity.deployment, 'upstream', identity.upstream);
   }
 
   /** Records the Kafka cluster the changelog is written to (a Redis later pointed at another cluster is restored). */

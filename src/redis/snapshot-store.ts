@@ -47,6 +47,7 @@ export class SnapshotStore {
   changelogTxn: CheckpointStore['changelogTxn'] = () => this.checkpoints.changelogTxn();
   changelogState: CheckpointStore['changelogState'] = () => this.checkpoints.changelogState();
   setKafkaCluster: CheckpointStore['setKafkaCluster'] = (...a) => this.checkpoints.setKafkaCluster(...a);
+  stampIdentity: CheckpointStore['stampIdentity'] = (...a) => this.checkpoints.stampIdentity(...a);
   setPassProgress: CheckpointStore['setPassProgress'] = (...a) => this.checkpoints.setPassProgress(...a);
   passProgress: CheckpointStore['passProgress'] = () => this.checkpoints.passProgress();
 

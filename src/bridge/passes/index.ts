@@ -11,6 +11,7 @@ import { openResync, type ResyncProgressSink } from './resync.js';
 import type { ResyncRequest } from '../../core/resync-request.js';
 import type { FingerprintKeySource } from '../../core/fingerprint-key.js';
 import { restoreFromChangelog, type RestoreMetrics, type RestorePorts } from '../restore.js';
+import type { Identity } from '../../core/identity.js';
 import { endSpan, SPAN_ATTRIBUTES } from '../../ops/tracing.js';
 
 export type { LongPassRun } from './full-scan.js';
@@ -50,7 +51,10 @@ export interface PassesSnapshot
     SnapshotPort,
     DeletionSnapshot,
     ResyncProgressSink,
-    Pick<RestorePorts, 'changelogState' | 'clearForRestore' | 'restoreEntries' | 'restoreFinish' | 'setKafkaCluster'> {
+    Pick<
+      RestorePorts,
+      'changelogState' | 'clearForRestore' | 'restoreEntries' | 'restoreFinish' | 'setKafkaCluster' | 'stampIdentity'
+    > {
   takeSweepRequest(): Promise<boolean>;
   takeRestoreRequest(): Promise<boolean>;
   takeResyncRequest(): Promise<ResyncRequest | 'invalid' | null>;
@@ -76,6 +80,8 @@ export interface PassesOptions {
   account: string;
   /** Where the fingerprint key comes from (absent: unkeyed fingerprints, tests only). */
   keySource?: FingerprintKeySource;
+  /** Who writes the changelog and where (checked before a restore trusts it); absent: nothing checked. */
+  changelog?: { identity?: Identity; topic: string; adoptLegacy?: boolean };
 }
 
 /** The passes of one account over one pipeline and one upstream. */
@@ -88,6 +94,7 @@ export class Passes implements PassRunner {
   private readonly account: string;
   private readonly metrics: RestoreMetrics;
   private readonly keySource: FingerprintKeySource | undefined;
+  private readonly changelog: PassesOptions['changelog'];
 
   constructor(
     deps: PipelineDeps & { snapshot: PassesSnapshot; sink: PassesSink },
@@ -100,6 +107,7 @@ export class Passes implements PassRunner {
     this.account = options.account;
     this.metrics = options.metrics;
     this.keySource = options.keySource;
+    this.changelog = options.changelog;
     this.ctx = { overlapMs: options.overlapMs, metrics: options.metrics, clock: this.pipeline.clock };
     const { deleteMaxFraction: maxFraction, metrics } = options;
     this.deletion = maxFraction === null ? null : { snapshot: deps.snapshot, sink: deps.sink, metrics, maxFraction };
@@ -119,6 +127,7 @@ export class Passes implements PassRunner {
       restoreEntries: (entries) => this.snapshot.restoreEntries(entries),
       restoreFinish: (e, ckpt, offsets, cluster) => this.snapshot.restoreFinish(e, ckpt, offsets, cluster),
       setKafkaCluster: (cluster) => this.snapshot.setKafkaCluster(cluster),
+      ...(this.snapshot.stampIdentity ? { stampIdentity: (id: Identity) => this.snapshot.stampIdentity!(id) } : {}),
       readChangelog: (from, onRecords, s) => this.sink.readChangelog(from, onRecords, s),
       clusterId: () => this.sink.clusterId(),
     };
@@ -134,7 +143,16 @@ export class Passes implements PassRunner {
     try {
       const outcome = await restoreFromChangelog(
         ports,
-        { logger, metrics: this.metrics, clock, signal, progress },
+        {
+          ...{ logger, metrics: this.metrics, clock, signal, progress, account: this.account },
+          ...(this.changelog
+            ? {
+                identity: this.changelog.identity,
+                topic: this.changelog.topic,
+                adoptLegacy: this.changelog.adoptLegacy,
+              }
+            : {}),
+        },
         epoch,
         force,
       );
