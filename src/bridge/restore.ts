@@ -207,7 +207,7 @@ class Refusals {
     if (!found || !which) return;
     throw new ConfigError(
       'KAFKA_TOPIC_CHANGELOG',
-      `changelog topic ${this.topic} holds a checkpoint of account ${this.account} written by ${describe(found, which)}, not by this ${describe(mine, which)}: ` +
+      `changelog topic ${this.topic} holds a checkpoint under the keys of account ${this.account} written by ${describe(found, which)}, not by this ${describe(mine, which)}: ` +
         `give this deployment its own KAFKA_TOPIC_CHANGELOG (or leave it unset), set ${hint(found, which)}, or reset the account to start over`,
     );
   }
