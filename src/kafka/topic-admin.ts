@@ -75,7 +75,17 @@ export class TopicAdmin {
    * partial snapshot). Throws a ConfigError naming the topic and the setting; never alters the topic.
    */
   async verifyChangelog(): Promise<void> {
-    const admin = await this.admin();
+    // A leadership closes its admin connection once connected (the process probes with its own): a connection
+    // opened here for the check is closed again, so that many leaderships do not keep one each.
+    const opened = this.probe === null;
+    try {
+      await this.checkChangelogPolicy(await this.admin());
+    } finally {
+      if (opened) await this.close();
+    }
+  }
+
+  private async checkChangelogPolicy(admin: Admin): Promise<void> {
     const topic = this.config.topics.changelog;
     let policy: string | undefined;
     try {
