@@ -134,7 +134,13 @@ describe('deployments sharing a Kafka cluster', () => {
       expect(line).toContain(`changelog topic ${env.KAFKA_TOPIC_CHANGELOG!} has cleanup.policy=delete`);
       expect(line).toContain('KAFKA_TOPIC_CHANGELOG');
       expect((await b.store.checkpoint()).initialDone).toBe(false);
-      expect(await readAll([b.topics.created], { timeoutMs: 10_000 })).toEqual([]);
+      // The bridge created its event topics a moment ago: their offsets may answer NOT_LEADER for a while.
+      const created = await eventually(
+        () => readAll([b.topics.created], { timeoutMs: 10_000 }).catch(() => undefined),
+        30_000,
+        'the created topic to be readable',
+      );
+      expect(created).toEqual([]);
       const { resources } = await admin.describeConfigs({
         includeSynonyms: false,
         resources: [{ type: 2, name: env.KAFKA_TOPIC_CHANGELOG!, configNames: ['cleanup.policy'] }],
