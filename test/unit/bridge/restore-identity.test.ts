@@ -12,6 +12,8 @@ import type { SnapshotEntry } from '../../../src/core/snapshot-entry.js';
 import { sampleEntry } from '../../helpers/entries.js';
 import { changelogPolicyFits } from '../../../src/kafka/topic-admin.js';
 import { silentLogger } from '../../helpers/fakes.js';
+import { pino } from 'pino';
+import { FailureLog } from '../../../src/bridge/loop/failures.js';
 
 // Whose changelog a restore trusts: records of another deployment are skipped, a checkpoint of another deployment or
 // upstream (in Redis or in the changelog) stops the start with a line naming the settings, records written before
@@ -139,5 +141,20 @@ describe('changelog topic policy', () => {
     expect(changelogPolicyFits('compact,delete')).toBe(false);
     expect(changelogPolicyFits('delete, compact')).toBe(false);
     expect(changelogPolicyFits(undefined)).toBe(false);
+  });
+});
+
+describe('a refused start in the log', () => {
+  it('is one error line with the refusal itself, not repeated at every retry', () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const log = new FailureLog({ logger, timing: { pollIntervalMs: 1_000, sweepIntervalMs: 0, leaseTtlMs: 3_000 } });
+    const refused = new ConfigError('KAFKA_TOPIC_CHANGELOG', 'changelog topic t has cleanup.policy=delete');
+    for (let i = 0; i < 4; i++) log.fail(refused, 'pass');
+    const errors = lines.filter((l) => l.level === 50);
+    expect(errors.map((l) => l.msg)).toEqual([
+      'invalid configuration: KAFKA_TOPIC_CHANGELOG: changelog topic t has cleanup.policy=delete',
+    ]);
+    expect(errors[0]!.refused).toBe(true);
   });
 });
