@@ -62,6 +62,11 @@ export interface RestorePorts {
     signal?: AbortSignal,
   ): Promise<Record<number, number>>;
   clusterId(): Promise<string>;
+  /**
+   * The default changelog topic of the versions before identities when it exists and this deployment now uses a
+   * default of its own (null otherwise): Redis's history may have been written there.
+   */
+  formerChangelog?(): string | null;
 }
 
 /** The restore metrics. */
@@ -109,6 +114,16 @@ export async function restoreFromChangelog(
   const mine = deps.identity;
   const refusals = new Refusals(deps.topic ?? 'the changelog topic', deps.account ?? 'the account');
   if (mine && state.identity) refusals.checkRedis(state.identity, mine);
+  const former = ports.formerChangelog?.() ?? null;
+  // Redis reflects a changelog written by a version before identities, whose default topic was one for every
+  // deployment and exists: that is where this deployment's history is, unless the operator says otherwise.
+  if (mine && former && state.txn !== null && !state.identity && !foreign) refusals.former(former);
+  if (mine && former && state.txn === null) {
+    deps.logger.warn(
+      { former, topic: deps.topic },
+      'the former default changelog topic exists: this deployment starts its own; set KAFKA_TOPIC_CHANGELOG to the former one if this deployment wrote it',
+    );
+  }
   const kind: RestoreKind = force || state.txn === null || foreign ? 'full' : 'tail';
   const after = kind === 'full' ? 0 : (state.txn ?? 0);
   let cleared = kind === 'tail';
@@ -197,7 +212,7 @@ class Refusals {
     throw new ConfigError(
       which === 'deployment' ? 'BRIDGE_DEPLOYMENT_ID' : 'UPSTREAM_BASE_URL',
       `Redis holds the checkpoint of account ${this.account} written by ${describe(found, which)}, not by this ${describe(mine, which)}: ` +
-        `give this deployment its own REDIS_KEY_PREFIX, set ${hint(found, which)}, or reset the account to start over`,
+        `give this deployment its own REDIS_KEY_PREFIX, set ${hint(found, which)}, or remove the account's keys from Redis to start over`,
     );
   }
 
@@ -208,7 +223,7 @@ class Refusals {
     throw new ConfigError(
       'KAFKA_TOPIC_CHANGELOG',
       `changelog topic ${this.topic} holds a checkpoint under the keys of account ${this.account} written by ${describe(found, which)}, not by this ${describe(mine, which)}: ` +
-        `give this deployment its own KAFKA_TOPIC_CHANGELOG (or leave it unset), set ${hint(found, which)}, or reset the account to start over`,
+        `give this deployment its own KAFKA_TOPIC_CHANGELOG (or leave it unset), or set ${hint(found, which)}`,
     );
   }
 
@@ -220,9 +235,18 @@ class Refusals {
       throw new ConfigError(
         'KAFKA_TOPIC_CHANGELOG',
         `changelog topic ${this.topic} ends before the records Redis's last commit of account ${this.account} wrote (partition ${partition}: ${end ?? 'missing'} < ${offset}): ` +
-          'it was deleted and created again, or lost records; point KAFKA_TOPIC_CHANGELOG at the topic this deployment wrote, or reset the account to start over',
+          "it was deleted and created again, or lost records; point KAFKA_TOPIC_CHANGELOG at the topic this deployment wrote, or remove the account's keys from Redis to start over (a new initial load)",
       );
     }
+  }
+
+  /** Redis's history was written to the former default changelog topic, not to this deployment's own. */
+  former(topic: string): never {
+    throw new ConfigError(
+      'KAFKA_TOPIC_CHANGELOG',
+      `Redis holds account ${this.account}'s checkpoint written by a version before deployment identities, whose default changelog topic ${topic} exists: ` +
+        `set KAFKA_TOPIC_CHANGELOG=${topic} to keep using it (an upgrade), or remove the account's keys from Redis to start ${this.topic} over (a new initial load)`,
+    );
   }
 
   /** Records written before identities, with nothing to say they are this deployment's. */

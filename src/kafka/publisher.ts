@@ -176,6 +176,11 @@ export class KafkaPublisher implements EventSink {
     return ends;
   }
 
+  /** The former default changelog topic when it exists and this deployment uses its own default (see TopicAdmin). */
+  formerChangelog(): string | null {
+    return this.topics.formerChangelog();
+  }
+
   /** The id of the Kafka cluster (a Redis written against another cluster must be restored, not trusted). */
   async clusterId(): Promise<string> {
     return this.topics.clusterId();

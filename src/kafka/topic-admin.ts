@@ -40,6 +40,8 @@ export class TopicAdmin {
   private probe: Promise<Admin> | null = null;
   /** Read while prepare() has the admin connection open, so that a leadership's restore check opens none again. */
   private cluster: string | null = null;
+  /** Whether the former default changelog topic exists and this deployment uses its own default one. */
+  private formerDefault = false;
 
   constructor(
     private readonly kafka: Kafka,
@@ -55,7 +57,7 @@ export class TopicAdmin {
    */
   async prepare(current: number): Promise<number> {
     const admin = await this.admin();
-    await this.checkFormerDefault(admin);
+    await this.noteFormerDefault(admin);
     if (this.config.createTopics) await this.createTopics(admin);
     const limit = await this.readTopicLimits(admin, current);
     this.cluster = (await admin.describeCluster()).clusterId;
@@ -110,19 +112,20 @@ export class TopicAdmin {
     }
   }
 
+  /**
+   * The default changelog topic of the versions before deployment identities when it exists on the cluster and this
+   * deployment uses its own default (KAFKA_TOPIC_CHANGELOG unset), else null: a restore asks whether Redis's
+   * history was written there (an upgrade) before it trusts this deployment's own topic (src/bridge/restore.ts).
+   */
+  formerChangelog(): string | null {
+    return this.formerDefault ? FORMER_DEFAULT_CHANGELOG : null;
+  }
+
   // An upgrade from a version whose default changelog was one topic for every deployment: with KAFKA_TOPIC_CHANGELOG
-  // unset, this deployment's own default topic is new, and the former default may hold this deployment's changelog
-  // (or another's). Which one is the operator's to say: nothing is guessed, nothing is created.
-  private async checkFormerDefault(admin: Admin): Promise<void> {
-    if (!this.config.changelogDefaulted) return;
-    const existing = new Set(await admin.listTopics());
-    const own = this.config.topics.changelog;
-    if (existing.has(own) || !existing.has(FORMER_DEFAULT_CHANGELOG)) return;
-    throw new ConfigError(
-      'KAFKA_TOPIC_CHANGELOG',
-      `the former default changelog topic ${FORMER_DEFAULT_CHANGELOG} exists on this cluster and this deployment's own (${own}) does not: ` +
-        `set KAFKA_TOPIC_CHANGELOG=${FORMER_DEFAULT_CHANGELOG} if this deployment wrote it (an upgrade), or KAFKA_TOPIC_CHANGELOG=${own} to start its own`,
-    );
+  // unset, this deployment writes its own, and the former one may hold its history (or another deployment's).
+  private async noteFormerDefault(admin: Admin): Promise<void> {
+    this.formerDefault =
+      this.config.changelogDefaulted === true && (await admin.listTopics()).includes(FORMER_DEFAULT_CHANGELOG);
   }
 
   /** Cheap broker round trip for the readiness probe (no new connection per probe). */

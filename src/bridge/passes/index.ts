@@ -63,7 +63,8 @@ export interface PassesSnapshot
 }
 
 /** Where the passes publish: change events and dead letters, and deletions. */
-export interface PassesSink extends EventSink, DeletionSink, Pick<RestorePorts, 'readChangelog' | 'clusterId'> {
+export interface PassesSink
+  extends EventSink, DeletionSink, Pick<RestorePorts, 'readChangelog' | 'clusterId' | 'formerChangelog'> {
   publishHeartbeat(event: ReviewHeartbeatEvent): Promise<void>;
   /** Takes the account's transactional id at the broker for a new leadership (fences the former leader). */
   beginTransactions(): Promise<void>;
@@ -130,6 +131,7 @@ export class Passes implements PassRunner {
       ...(this.snapshot.stampIdentity ? { stampIdentity: (id: Identity) => this.snapshot.stampIdentity!(id) } : {}),
       readChangelog: (from, onRecords, s) => this.sink.readChangelog(from, onRecords, s),
       clusterId: () => this.sink.clusterId(),
+      ...(this.sink.formerChangelog ? { formerChangelog: () => this.sink.formerChangelog!() } : {}),
     };
     const { logger } = this.pipeline.deps;
     const clock = this.pipeline.clock;

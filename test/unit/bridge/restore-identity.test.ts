@@ -134,6 +134,21 @@ describe('restore: whose changelog it is', () => {
   });
 });
 
+describe('restore: upgrading from the former default changelog topic', () => {
+  it('refuses when Redis reflects a changelog of the former version and the former default topic exists', async () => {
+    // Redis says the account has a history (transaction 3), written before identities; this deployment's own default
+    // topic is new. Its history is in the former default topic: trusting the new one would start over silently.
+    const { p } = ports([], { txn: 3, empty: false, identity: null });
+    p.formerChangelog = () => 'reviews-bridge.changelog';
+    const err = await refusal(restoreFromChangelog(p, deps(), 5));
+    expect(err.message).toContain('KAFKA_TOPIC_CHANGELOG=reviews-bridge.changelog');
+    // A deployment with no history (nothing in Redis) starts its own topic; the former one may be anyone's.
+    const fresh = ports([]);
+    fresh.p.formerChangelog = () => 'reviews-bridge.changelog';
+    expect((await restoreFromChangelog(fresh.p, deps(), 5)).txn).toBe(0);
+  });
+});
+
 describe('changelog topic policy', () => {
   it('fits only compaction without deletion', () => {
     expect(changelogPolicyFits('compact')).toBe(true);
