@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { decodeChangelogRecord, type ChangelogCheckpoint } from '../core/changelog.js';
+import { CHECKPOINT_RECORD_KEY, decodeChangelogRecord, type ChangelogCheckpoint } from '../core/changelog.js';
 import type { SnapshotEntry } from '../core/snapshot-entry.js';
 import { ConfigError } from '../core/errors.js';
 import { foreignIdentity, type Identity } from '../core/identity.js';
@@ -140,8 +140,10 @@ export async function restoreFromChangelog(
       const deployment = record.deployment ?? null;
       if (mine && deployment !== null && deployment !== mine.deployment) {
         // Another deployment's record under this account's keys: its checkpoint stops the start (below).
-        const decoded = decodeChangelogRecord(record.key, record.value);
-        if (decoded?.kind === 'checkpoint') refusals.checkChangelog(decoded.identity, mine);
+        if (record.key === CHECKPOINT_RECORD_KEY) {
+          const decoded = decodeChangelogRecord(record.key, record.value);
+          if (decoded?.kind === 'checkpoint') refusals.checkChangelog(decoded.identity, mine);
+        }
         skipped += 1;
         continue;
       }
