@@ -133,6 +133,16 @@ export const ROUTES: readonly RouteSpec[] = [
     status: 202,
     response: RequestedSchema,
   },
+  {
+    method: 'POST',
+    path: `${ACCOUNT_PATH}/reset`,
+    action: 'reset',
+    summary:
+      "Start a paused account over: forget its Redis state; the leader rebuilds it from this deployment's changelog, or runs a new initial load (409 unless paused)",
+    body: EmptyBodySchema,
+    status: 202,
+    response: RequestedSchema,
+  },
 ];
 
 /** The route a method and path name, with the account of the path; null when no route has the path. */

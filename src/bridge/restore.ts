@@ -214,7 +214,7 @@ class Refusals {
     throw new ConfigError(
       which === 'deployment' ? 'BRIDGE_DEPLOYMENT_ID' : 'UPSTREAM_BASE_URL',
       `Redis holds the checkpoint of account ${this.account} written by ${describe(found, which)}, not by this ${describe(mine, which)}: ` +
-        `give this deployment its own REDIS_KEY_PREFIX, set ${hint(found, which)}, or remove the account's keys from Redis to start over`,
+        `give this deployment its own REDIS_KEY_PREFIX, set ${hint(found, which)}, or reset the paused account (reviews-bridge reset, or POST .../reset) to start over`,
     );
   }
 
@@ -237,7 +237,7 @@ class Refusals {
       throw new ConfigError(
         'KAFKA_TOPIC_CHANGELOG',
         `changelog topic ${this.topic} ends before the records Redis's last commit of account ${this.account} wrote (partition ${partition}: ${end ?? 'missing'} < ${offset}): ` +
-          "it was deleted and created again, or lost records; point KAFKA_TOPIC_CHANGELOG at the topic this deployment wrote, or remove the account's keys from Redis to start over (a new initial load)",
+          'it was deleted and created again, or lost records; point KAFKA_TOPIC_CHANGELOG at the topic this deployment wrote, or reset the paused account (reviews-bridge reset, or POST .../reset) to start over (a new initial load)',
       );
     }
   }
@@ -247,7 +247,7 @@ class Refusals {
     throw new ConfigError(
       'KAFKA_TOPIC_CHANGELOG',
       `Redis holds account ${this.account}'s checkpoint written by a version before deployment identities, whose default changelog topic ${topic} exists: ` +
-        `set KAFKA_TOPIC_CHANGELOG=${topic} to keep using it (an upgrade), or remove the account's keys from Redis to start ${this.topic} over (a new initial load)`,
+        `set KAFKA_TOPIC_CHANGELOG=${topic} to keep using it (an upgrade), or reset the paused account (reviews-bridge reset, or POST .../reset) to start ${this.topic} over (a new initial load)`,
     );
   }
 

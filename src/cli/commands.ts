@@ -1,4 +1,5 @@
 import { getHeapStatistics } from 'node:v8';
+import { userInfo } from 'node:os';
 import type { Logger } from 'pino';
 import { missingHeapFlags } from '../app/node-flags.js';
 import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from '../app/app.js';
@@ -29,13 +30,15 @@ const USAGE = `usage: reviews-bridge <command>
              --wait: follow it to the end with a progress bar (plain lines when not a terminal)
   status     watermark, sweep cursor and progress, snapshot size, lease holder, pause, last passes (JSON);
              with an accounts file: every account and the replica leading it, and the live replicas
-  With BRIDGE_ACCOUNTS_FILE, sweep, pause, resume, resync and restore act on one account: --account <id> (status: all,
+  With BRIDGE_ACCOUNTS_FILE, sweep, pause, resume, resync, restore and reset act on one account: --account <id> (status: all,
   or the one named).
   pause      stop upstream traffic (the leader honours it within one tick; kept across restarts)
   resume     lift a pause; polling continues from the watermark, nothing is lost
   resync     re-read chosen reviews: --ids 1,2,3 | --since <date> | --all  [--wait]
   restore    rebuild the Redis snapshot and checkpoint from the Kafka changelog (asks the running leader, or
              does it here when no replica leads)
+  reset      start a paused account over: forget its Redis state; the leader rebuilds it from this
+             deployment's changelog, or runs a new initial load
   simulate   the bundled upstream simulator (simulate --help)
 `;
 
@@ -251,6 +254,38 @@ async function restore(config: BridgeConfig, clock: Clock): Promise<void> {
   }
 }
 
+/**
+ * `reset`: starts a paused account over (SnapshotStore.reset): its Redis state is forgotten and the leader rebuilds
+ * it from this deployment's changelog, or runs a new initial load. Logged with the operating-system user who ran it.
+ */
+async function reset(config: BridgeConfig, clock: Clock): Promise<void> {
+  const logger = createLogger(config.logLevel, { account: config.account, command: 'reset' });
+  const { redis, store } = redisFromConfig(config);
+  try {
+    if (!(await store.reset(clock.now()))) {
+      throw new UsageError('the account is not paused: run `reviews-bridge pause` first');
+    }
+    logger.warn(
+      { by: operatingUser() },
+      "account reset by an operator: its Redis state is gone; the leader rebuilds it from this deployment's changelog or starts over",
+    );
+    console.log(
+      JSON.stringify({ reset: true, note: 'resume the account (`reviews-bridge resume`) to let the leader go on' }),
+    );
+  } finally {
+    await redis.quit();
+  }
+}
+
+/** The operating-system user running a command (a name, never a secret), or null when it cannot be read. */
+function operatingUser(): string | null {
+  try {
+    return userInfo().username;
+  } catch {
+    return null;
+  }
+}
+
 /** `status` of an accounts file without --account: who leads which account, and each one's position. */
 async function overview(accounts: readonly BridgeConfig[]): Promise<void> {
   const { redis } = redisFromConfig(accounts[0]!);
@@ -324,7 +359,7 @@ async function resync(config: BridgeConfig, args: string[], clock: Clock): Promi
   }
 }
 
-const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync', 'restore'];
+const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync', 'restore', 'reset'];
 
 /** Takes `--account <id>` out of the arguments. */
 export function accountArg(args: readonly string[]): { account: string | null; args: string[] } {
@@ -384,6 +419,7 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
     else if (command === 'pause' || command === 'resume') await pause(config, command === 'resume', clock);
     else if (command === 'resync') await resync(config, args, clock);
     else if (command === 'restore') await restore(config, clock);
+    else if (command === 'reset') await reset(config, clock);
     else await status(config, clock);
   } catch (err) {
     // Bad arguments, or a setting the environment cannot meet (found at start-up, e.g. REDIS_WAIT_REPLICAS): one

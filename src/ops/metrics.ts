@@ -185,6 +185,7 @@ export const ADMIN_ACTIONS = [
   'sweep',
   'resync',
   'restore',
+  'reset',
   'unknown',
 ] as const;
 

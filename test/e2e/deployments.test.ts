@@ -180,5 +180,14 @@ describe('deployments sharing a Kafka cluster', () => {
     expect(line).toContain('KAFKA_TOPIC_CHANGELOG');
     const created = await readAll([second.topics.created], { timeoutMs: 10_000 });
     expect(created).toHaveLength(90);
+
+    // A deliberate reset of the paused account (what `reviews-bridge reset` and POST .../reset do) starts it over on
+    // the new topic: a new initial load.
+    await second.store.pause();
+    expect(await second.store.reset()).toBe(true);
+    await second.store.resume();
+    await initialLoadDone(second);
+    const again = await readAll([second.topics.created], { untilCount: 180, idleMs: 1_000, timeoutMs: 60_000 });
+    expect(again).toHaveLength(180);
   });
 });
