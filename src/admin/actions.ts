@@ -110,6 +110,17 @@ export class AdminActions {
         };
         break;
       }
+      case 'reset':
+        // Deliberate and destructive: only on a paused account, so that nothing runs against it meanwhile.
+        if (!(await account.store.reset(now))) {
+          return problem(409, 'conflict', 'the account is not paused: pause it before a reset');
+        }
+        this.deps.logger.warn(
+          { tokenName: who, account: ref.account },
+          "account reset by an operator: its Redis state is gone; the leader rebuilds it from this deployment's changelog or starts over",
+        );
+        done = { result: await this.requested(account, now) };
+        break;
       default:
         return problem(404, 'not_found', 'not found');
     }

@@ -165,6 +165,17 @@ export const ROUTES: readonly RouteSpec[] = [
     response: CheckpointChangeRequestedSchema,
     conflict: 'The account is not paused: pause it first (KIP-875: offsets change only while stopped)',
   },
+  {
+    method: 'POST',
+    path: `${ACCOUNT_PATH}/reset`,
+    action: 'reset',
+    summary:
+      "Start a paused account over: forget its Redis state; the leader rebuilds it from this deployment's changelog, or runs a new initial load",
+    body: EmptyBodySchema,
+    status: 202,
+    response: RequestedSchema,
+    conflict: 'The account is not paused: pause it before a reset',
+  },
 ];
 
 /** The route a method and path name, with the account of the path; null when no route has the path. */

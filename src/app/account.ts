@@ -22,6 +22,7 @@ import type { ReviewSource } from '../upstream/types.js';
 import type { Tracer } from '@opentelemetry/api';
 import type { ISocketFactory } from 'kafkajs';
 import { PassTracer } from '../ops/tracing.js';
+import { kindOf } from '../core/errors.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
 // namespace, checkpoint, lease, Kafka producer, metrics and loop (the producer and the upstream client only while
@@ -100,6 +101,11 @@ export function passesFromConfig(
       deleteMaxFraction: config.deletion.enabled ? config.deletion.maxFraction : null,
       account: config.account,
       keySource,
+      changelog: {
+        identity: config.kafka.identity,
+        topic: config.kafka.topics.changelog,
+        adoptLegacy: config.kafka.adoptLegacyChangelog,
+      },
     },
   );
 }
@@ -234,10 +240,11 @@ export class AccountBridge {
             const gate = this.context.connectGate ?? ((_key: string, connect: () => Promise<void>) => connect());
             await gate(topicsKey, () => publisher.connect()).catch(async (err: unknown) => {
               // Said apart from the pass failure that follows: Kafka (address, TLS, SASL) is what to look at; once,
-              // by the process's dependency monitor, when it can tell (a library's retries are not news).
+              // by the process's dependency monitor, when it can tell (a library's retries are not news). A refusal
+              // (kind setting) names its setting itself, in the pass failure's line.
               const known = await (context.explainFailure?.(err) ?? Promise.resolve(false)).catch(() => false);
               const line = 'cannot connect to Kafka yet; the leadership retries with backoff';
-              if (known) logger.debug({ err }, line);
+              if (known || kindOf(err) === 'setting') logger.debug({ err }, line);
               else logger.error({ err }, line);
               throw err;
             });

@@ -83,6 +83,11 @@ export async function startApp(
   const first = list[0];
   if (!first) throw new Error('startApp: no account to run');
   const clock = options.clock ?? systemClock;
+  // Said once at start: the id to pin in BRIDGE_DEPLOYMENT_ID before changing a setting it is derived from.
+  logger.info(
+    { deployment: first.kafka.identity?.deployment, changelog: first.kafka.topics.changelog },
+    'deployment identity',
+  );
   const redis = connectRedisFromConfig(first.redis);
   const durability = await watchDurability(redis, first.redis, logger, clock);
   await warnAboutEviction(redis, logger);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { sleep as realSleep } from '../core/clock.js';
+import { kindOf } from '../core/errors.js';
 import type { BridgeMetrics } from '../ops/metrics.js';
 import { LeaseKeeper, type LeasePort } from './lease-keeper.js';
 import type { PassRunner } from './passes/index.js';
@@ -167,6 +168,16 @@ export class BridgeLoop {
     }
     this.failures.fail(err, 'pass', await this.explained(err));
     const next = this.failures.recover();
+    if (kindOf(err) === 'fenced' && this.keeper.epoch() !== 0) {
+      // Kafka alone may have fenced this leader (another producer took the transactional id) while Redis still
+      // says it leads: kept, the lease would fail every commit for ever and keep every other replica out. Given up,
+      // the account is taken anew (here or elsewhere), and a new leadership takes the transactional id again.
+      this.deps.logger.warn({ epoch }, 'commit fenced while holding the lease; giving the lease up');
+      this.work.unprepare();
+      await this.keeper.lease
+        .release()
+        .catch((e: unknown) => this.deps.logger.warn({ err: e }, 'lease release failed'));
+    }
     if (next.kind === 'restore') {
       // Redis lost the account's keys, or a Kafka commit may have landed unseen: take the account anew (renew the
       // lease, or a new one) and bring Redis up to the changelog before any pass derives events again.

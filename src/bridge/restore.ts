@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
-import { decodeChangelogRecord, type ChangelogCheckpoint } from '../core/changelog.js';
+import { CHECKPOINT_RECORD_KEY, decodeChangelogRecord, type ChangelogCheckpoint } from '../core/changelog.js';
 import type { SnapshotEntry } from '../core/snapshot-entry.js';
+import { ConfigError } from '../core/errors.js';
+import { foreignIdentity, type Identity } from '../core/identity.js';
 
 // Redis is a cache of the Kafka changelog. Before a leader's first pass (and whenever Redis lost the account's
 // keys, or an operator asks) it compares Redis with Kafka and restores what Redis lacks:
@@ -14,12 +16,24 @@ import type { SnapshotEntry } from '../core/snapshot-entry.js';
 // count says, else restored in full. Either way Redis ends sealed: its checkpoint and bucket manifest carry markers, and the manifest lists every
 // bucket, so a key lost later (evicted, deleted by hand) is detected by the read or commit that meets it, before any
 // event is derived from it (src/redis/lua/commit.lua), and restored in full.
+//
+// Nothing is trusted for being there (docs/exactly-once.md, "What the contract rests on"):
+// - Redis's checkpoint naming another deployment or upstream, or a changelog checkpoint of the account naming one,
+//   stops the leadership with one line naming the settings (ConfigError): it is another installation's state;
+// - records another deployment wrote are skipped;
+// - records written before identities (an earlier version) are this deployment's only when Redis vouches for them
+//   (it reflects a changelog transaction, and names no other deployment), a checkpoint of this deployment in the
+//   topic adopted them before, or the operator says so (KAFKA_CHANGELOG_ADOPT_LEGACY);
+// - a topic whose partitions end before the offsets Redis's last commit got (deleted and created again, or
+//   truncated) is not the changelog Redis reflects.
 
 /** A changelog record of the account as the reader hands it over. */
 export interface RestoreRecord {
   key: string;
   value: Buffer | null;
   txn: number;
+  /** The deployment that wrote it (null or absent: before identities). */
+  deployment?: string | null;
 }
 
 /** What a restore reads and writes. */
@@ -32,7 +46,11 @@ export interface RestorePorts {
     empty: boolean;
     /** The checkpoint and the bucket manifest carry their markers (else: the previous format, or keys lost). */
     sealed: boolean;
+    /** The deployment and upstream Redis's checkpoint names (null: none, or written before identities). */
+    identity?: Identity | null;
   }>;
+  /** Names this deployment and upstream in Redis's checkpoint (once Redis is known to be theirs). */
+  stampIdentity?(identity: Identity): Promise<void>;
   clearForRestore(): Promise<void>;
   /**
    * Entries to write; null: none (a deletion marker, with the sequence of its review.deleted). `verify`: a tail onto
@@ -61,6 +79,11 @@ export interface RestorePorts {
     signal?: AbortSignal,
   ): Promise<Record<number, number>>;
   clusterId(): Promise<string>;
+  /**
+   * The default changelog topic of the versions before identities when it exists and this deployment now uses a
+   * default of its own (null otherwise): Redis's history may have been written there.
+   */
+  formerChangelog?(): string | null;
 }
 
 /** The restore metrics. */
@@ -91,6 +114,13 @@ export async function restoreFromChangelog(
     signal?: AbortSignal;
     /** Reports entries written so far (for `status`); called at most every second, and once at the end. */
     progress?: (entries: number, startedAt: number, finished: boolean) => Promise<void>;
+    /** Who this deployment is; absent (adapters built by hand): nothing is checked or stamped. */
+    identity?: Identity;
+    /** The changelog topic and the account, as refusals name them. */
+    topic?: string;
+    account?: string;
+    /** Adopt records written before identities without Redis vouching (KAFKA_CHANGELOG_ADOPT_LEGACY). */
+    adoptLegacy?: boolean;
   },
   epoch: number,
   force = false,
@@ -98,6 +128,19 @@ export async function restoreFromChangelog(
   const t0 = deps.clock();
   const [state, cluster] = await Promise.all([ports.changelogState(), ports.clusterId()]);
   const foreign = state.cluster !== null && state.cluster !== cluster;
+  const mine = deps.identity;
+  const refusals = new Refusals(deps.topic ?? 'the changelog topic', deps.account ?? 'the account');
+  if (mine && state.identity) refusals.checkRedis(state.identity, mine);
+  const former = ports.formerChangelog?.() ?? null;
+  // Redis reflects a changelog written by a version before identities, whose default topic was one for every
+  // deployment and exists: that is where this deployment's history is, unless the operator says otherwise.
+  if (mine && former && state.txn !== null && !state.identity && !foreign) refusals.former(former);
+  if (mine && former && state.txn === null) {
+    deps.logger.warn(
+      { former, topic: deps.topic },
+      'the former default changelog topic exists: this deployment starts its own; set KAFKA_TOPIC_CHANGELOG to the former one if this deployment wrote it',
+    );
+  }
   // An unsealed snapshot with a checkpoint (written by the previous version, or its manifest lost) cannot tell a lost
   // bucket from a new one: it is sealed as it stands if its entries are as many as its count says, else restored
   // in full.
@@ -108,12 +151,31 @@ export async function restoreFromChangelog(
   let latest: ChangelogCheckpoint | null = null;
   let entries = 0;
   let reportedAt = t0;
+  // Records written before identities, and whether something vouches that they are this deployment's.
+  let legacy = 0;
+  let skipped = 0;
+  let adopted = deps.adoptLegacy === true || (state.txn !== null && !foreign);
   const onRecords = async (records: RestoreRecord[]): Promise<void> => {
     const batch: Array<readonly [number, SnapshotEntry | null, number?]> = [];
     for (const record of records) {
+      const deployment = record.deployment ?? null;
+      if (mine && deployment !== null && deployment !== mine.deployment) {
+        // Another deployment's record under this account's keys: its checkpoint stops the start (below).
+        if (record.key === CHECKPOINT_RECORD_KEY) {
+          const decoded = decodeChangelogRecord(record.key, record.value);
+          if (decoded?.kind === 'checkpoint') refusals.checkChangelog(decoded.identity, mine);
+        }
+        skipped += 1;
+        continue;
+      }
       if (record.txn <= after) continue;
       const decoded = decodeChangelogRecord(record.key, record.value);
       if (!decoded) continue;
+      if (mine && decoded.kind === 'checkpoint') {
+        refusals.checkChangelog(decoded.identity, mine);
+        if (decoded.identity) adopted = true;
+      }
+      if (mine && deployment === null) legacy += 1;
       // A full restore clears Redis only once the changelog proves it has something of this account.
       if (!cleared) {
         await ports.clearForRestore();
@@ -135,7 +197,13 @@ export async function restoreFromChangelog(
   };
   const from = kind === 'full' ? {} : state.offsets;
   const ends = await ports.readChangelog(from, onRecords, deps.signal);
+  if (mine && !foreign) refusals.checkOffsets(state.offsets, ends);
+  if (legacy > 0 && !adopted) refusals.legacy(legacy);
+  if (skipped > 0) deps.logger.warn({ skipped }, "skipped other deployments' records in the changelog");
+  if (mine && legacy > 0)
+    deps.logger.warn({ legacy }, 'adopted changelog records written before deployment identities');
   const restored = latest as ChangelogCheckpoint | null;
+  if (mine) await ports.stampIdentity?.(mine);
   if (!restored) {
     if (state.cluster !== cluster) await ports.setKafkaCluster(cluster);
     if (kind === 'full' && !state.empty && state.txn === null) {
@@ -160,4 +228,75 @@ export async function restoreFromChangelog(
     kind === 'full' ? 'restored the snapshot from the Kafka changelog' : 'applied Kafka commits Redis had missed',
   );
   return { kind, entries, txn: restored.txn, reacquire: !ok };
+}
+
+/** The refusals of a restore: each a ConfigError whose one line names what was found and the settings to change. */
+class Refusals {
+  constructor(
+    private readonly topic: string,
+    private readonly account: string,
+  ) {}
+
+  /** Redis's checkpoint was written by another deployment or upstream. */
+  checkRedis(found: Identity, mine: Identity): void {
+    const which = foreignIdentity(found, mine);
+    if (!which) return;
+    throw new ConfigError(
+      which === 'deployment' ? 'BRIDGE_DEPLOYMENT_ID' : 'UPSTREAM_BASE_URL',
+      `Redis holds the checkpoint of account ${this.account} written by ${describe(found, which)}, not by this ${describe(mine, which)}: ` +
+        `give this deployment its own REDIS_KEY_PREFIX, set ${hint(found, which)}, or reset the paused account (reviews-bridge reset, or POST .../reset) to start over`,
+    );
+  }
+
+  /** A changelog checkpoint of the account was written by another deployment or upstream. */
+  checkChangelog(found: Identity | null, mine: Identity): void {
+    const which = found ? foreignIdentity(found, mine) : null;
+    if (!found || !which) return;
+    throw new ConfigError(
+      'KAFKA_TOPIC_CHANGELOG',
+      `changelog topic ${this.topic} holds a checkpoint under the keys of account ${this.account} written by ${describe(found, which)}, not by this ${describe(mine, which)}: ` +
+        `give this deployment its own KAFKA_TOPIC_CHANGELOG (or leave it unset), or set ${hint(found, which)}`,
+    );
+  }
+
+  /** The topic ends before the offsets Redis's last commit got: it is not the changelog Redis reflects. */
+  checkOffsets(redis: Record<number, number>, ends: Record<number, number>): void {
+    for (const [partition, offset] of Object.entries(redis)) {
+      const end = ends[Number(partition)];
+      if (end !== undefined && end >= offset) continue;
+      throw new ConfigError(
+        'KAFKA_TOPIC_CHANGELOG',
+        `changelog topic ${this.topic} ends before the records Redis's last commit of account ${this.account} wrote (partition ${partition}: ${end ?? 'missing'} < ${offset}): ` +
+          'it was deleted and created again, or lost records; point KAFKA_TOPIC_CHANGELOG at the topic this deployment wrote, or reset the paused account (reviews-bridge reset, or POST .../reset) to start over (a new initial load)',
+      );
+    }
+  }
+
+  /** Redis's history was written to the former default changelog topic, not to this deployment's own. */
+  former(topic: string): never {
+    throw new ConfigError(
+      'KAFKA_TOPIC_CHANGELOG',
+      `Redis holds account ${this.account}'s checkpoint written by a version before deployment identities, whose default changelog topic ${topic} exists: ` +
+        `set KAFKA_TOPIC_CHANGELOG=${topic} to keep using it (an upgrade), or reset the paused account (reviews-bridge reset, or POST .../reset) to start ${this.topic} over (a new initial load)`,
+    );
+  }
+
+  /** Records written before identities, with nothing to say they are this deployment's. */
+  legacy(count: number): never {
+    throw new ConfigError(
+      'KAFKA_TOPIC_CHANGELOG',
+      `changelog topic ${this.topic} holds ${count} record(s) of account ${this.account} written before deployment identities, and nothing says they are this deployment's ` +
+        "(Redis holds no checkpoint of them): give this deployment its own KAFKA_TOPIC_CHANGELOG, or set KAFKA_CHANGELOG_ADOPT_LEGACY=true if they are this deployment's",
+    );
+  }
+}
+
+function describe(identity: Identity, which: 'deployment' | 'upstream'): string {
+  return which === 'deployment' ? `deployment ${identity.deployment}` : `upstream ${identity.upstream}`;
+}
+
+function hint(found: Identity, which: 'deployment' | 'upstream'): string {
+  return which === 'deployment'
+    ? `BRIDGE_DEPLOYMENT_ID=${found.deployment} if this is that deployment`
+    : 'UPSTREAM_BASE_URL and UPSTREAM_CLIENT_ID back to the upstream it mirrored';
 }

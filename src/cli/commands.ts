@@ -1,4 +1,5 @@
 import { getHeapStatistics } from 'node:v8';
+import { userInfo } from 'node:os';
 import type { Logger } from 'pino';
 import { missingHeapFlags } from '../app/node-flags.js';
 import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from '../app/app.js';
@@ -31,7 +32,7 @@ const USAGE = `usage: reviews-bridge <command>
              --wait: follow it to the end with a progress bar (plain lines when not a terminal)
   status     watermark, sweep cursor and progress, snapshot size, lease holder, pause, last passes (JSON);
              with an accounts file: every account and the replica leading it, and the live replicas
-  With BRIDGE_ACCOUNTS_FILE, sweep, pause, resume, resync, restore and checkpoint act on one account:
+  With BRIDGE_ACCOUNTS_FILE, sweep, pause, resume, resync, restore, reset and checkpoint act on one account:
   --account <id> (status: all, or the one named).
   pause      stop upstream traffic (the leader honours it within one tick; kept across restarts)
   resume     lift a pause; polling continues from the watermark, nothing is lost
@@ -41,6 +42,8 @@ const USAGE = `usage: reviews-bridge <command>
   checkpoint get                       the checkpoint: watermark, sweep cursor, initial load, changelog position
   checkpoint set --watermark <date>    rewind (or move) the watermark, only while paused: the leader commits it to
              the changelog and Redis; polls re-read from there on resume (date: ISO 8601 or epoch milliseconds)
+  reset      start a paused account over: forget its Redis state; the leader rebuilds it from this
+             deployment's changelog, or runs a new initial load
   simulate   the bundled upstream simulator (simulate --help)
 `;
 
@@ -256,6 +259,38 @@ async function restore(config: BridgeConfig, clock: Clock): Promise<void> {
   }
 }
 
+/**
+ * `reset`: starts a paused account over (SnapshotStore.reset): its Redis state is forgotten and the leader rebuilds
+ * it from this deployment's changelog, or runs a new initial load. Logged with the operating-system user who ran it.
+ */
+async function reset(config: BridgeConfig, clock: Clock): Promise<void> {
+  const logger = createLogger(config.logLevel, { account: config.account, command: 'reset' });
+  const { redis, store } = redisFromConfig(config);
+  try {
+    if (!(await store.reset(clock.now()))) {
+      throw new UsageError('the account is not paused: run `reviews-bridge pause` first');
+    }
+    logger.warn(
+      { by: operatingUser() },
+      "account reset by an operator: its Redis state is gone; the leader rebuilds it from this deployment's changelog or starts over",
+    );
+    console.log(
+      JSON.stringify({ reset: true, note: 'resume the account (`reviews-bridge resume`) to let the leader go on' }),
+    );
+  } finally {
+    await redis.quit();
+  }
+}
+
+/** The operating-system user running a command (a name, never a secret), or null when it cannot be read. */
+function operatingUser(): string | null {
+  try {
+    return userInfo().username;
+  } catch {
+    return null;
+  }
+}
+
 /** `status` of an accounts file without --account: who leads which account, and each one's position. */
 async function overview(accounts: readonly BridgeConfig[]): Promise<void> {
   const { redis } = redisFromConfig(accounts[0]!);
@@ -393,7 +428,7 @@ async function checkpoint(config: BridgeConfig, args: string[], clock: Clock): P
   }
 }
 
-const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync', 'restore', 'checkpoint'];
+const COMMANDS = ['run', 'sweep', 'status', 'pause', 'resume', 'resync', 'restore', 'reset', 'checkpoint'];
 
 // The flags each command takes besides --account (resync parses its own: src/core/resync-request.ts).
 const FLAGS: Readonly<Record<string, readonly string[]>> = {
@@ -403,6 +438,7 @@ const FLAGS: Readonly<Record<string, readonly string[]>> = {
   pause: [],
   resume: [],
   restore: [],
+  reset: [],
 };
 
 /** The candidate nearest to `word` when it is a likely typo of it (at most two edits), else null. */
@@ -538,6 +574,7 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
     else if (command === 'resync') await resync(config, args, clock);
     else if (command === 'restore') await restore(config, clock);
     else if (command === 'checkpoint') await checkpoint(config, args, clock);
+    else if (command === 'reset') await reset(config, clock);
     else await status(config, clock);
   } catch (err) {
     // Bad arguments, or a setting the environment cannot meet (found at start-up, e.g. REDIS_WAIT_REPLICAS): one

@@ -74,9 +74,14 @@ export function loadAccounts(env: Record<string, string | undefined> = process.e
       const config = accountConfig(env, entry, where);
       // Accounts that share a topic must not share keys: the state topic is compacted by key, and two accounts
       // may both have a review 42. Per-account topics keep the plain review id.
-      accounts.push(
-        shared && entries.length > 1 ? { ...config, kafka: { ...config.kafka, keyPrefix: `${entry.id}:` } } : config,
-      );
+      const several = entries.length > 1;
+      const kafka = { ...config.kafka, ...(shared && several ? { keyPrefix: `${entry.id}:` } : {}) };
+      // The changelog is shared by the accounts unless its name carries {account} (its default does not): its keys
+      // then always name the account, whatever the event topics do.
+      if (several && !(env.KAFKA_TOPIC_CHANGELOG ?? '').includes('{account}')) {
+        kafka.changelogKeyPrefix = `${entry.id}:`;
+      }
+      accounts.push({ ...config, kafka });
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       problems.push(...err.problems);
@@ -148,7 +153,7 @@ function accountConfig(env: Record<string, string | undefined>, entry: AccountEn
   };
   let config: BridgeConfig | null = null;
   try {
-    config = loadConfig(merged);
+    config = loadConfig(merged, { multiAccount: true });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     for (const { setting, problem } of err.problems) {

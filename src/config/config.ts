@@ -9,6 +9,8 @@ import {
   type FieldPolicySpec,
 } from '../core/field-policy.js';
 import { ConfigError, type ConfigProblem } from '../core/errors.js';
+import { derivedDeploymentId, upstreamId, type Identity } from '../core/identity.js';
+import { FORMER_DEFAULT_CHANGELOG } from '../core/changelog.js';
 
 // Configuration comes from the environment only (12-factor), validated once at start-up so that a bad
 // setting stops the process with one message naming it instead of failing hours later mid-pass.
@@ -74,6 +76,17 @@ export const EnvSchema = z.object({
     .regex(ACCOUNT_ID, 'letters, digits, _ . - only (it is part of Redis keys and metric labels)')
     .default('default')
     .describe('Source account; namespaces Redis keys ({account} hash tag) and labels metrics'),
+  // Names what this installation writes to the changelog and Redis (src/core/identity.ts); derived when unset.
+  BRIDGE_DEPLOYMENT_ID: optionalText
+    .pipe(
+      z
+        .string()
+        .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - only, at most 64')
+        .optional(),
+    )
+    .describe(
+      'Names this deployment in its changelog records, checkpoints, default changelog topic and transactional id (default: derived from UPSTREAM_BASE_URL, BRIDGE_ACCOUNT, KAFKA_CLIENT_ID and REDIS_KEY_PREFIX; logged at start)',
+    ),
   // Several accounts in one process (src/config/accounts.ts); without it, the single account above.
   BRIDGE_ACCOUNTS_FILE: optionalText.describe(
     'YAML or JSON file of several accounts served by one deployment (Several accounts); excludes BRIDGE_ACCOUNT',
@@ -188,12 +201,15 @@ export const EnvSchema = z.object({
     .default('review.heartbeat')
     .describe('Topic of review.heartbeat events (key: account); may contain {account}'),
   // Internal compacted topic: snapshot entries and checkpoints, what a Redis that lost them is restored from.
-  KAFKA_TOPIC_CHANGELOG: z
-    .string()
-    .min(1)
-    .default('reviews-bridge.changelog')
+  // Unset: a topic of this deployment's own (two deployments never share one by default).
+  KAFKA_TOPIC_CHANGELOG: optionalText.describe(
+    'Internal compacted changelog (snapshot entries and checkpoints) that Redis is restored from; may contain {account} (default: reviews-bridge.changelog.<deployment id>)',
+  ),
+  // Records of a changelog written before deployment identities (an upgrade whose Redis was lost on the way).
+  KAFKA_CHANGELOG_ADOPT_LEGACY: bool
+    .default(false)
     .describe(
-      'Internal compacted changelog (snapshot entries and checkpoints) that Redis is restored from; may contain {account}',
+      "Take an account's changelog records written before deployment identities as this deployment's even when Redis cannot vouch for them",
     ),
   // on: each page's records in one Kafka transaction (exactly once for read_committed consumers); off: idempotent
   // at-least-once publishing (duplicates carry the same event id).
@@ -206,7 +222,7 @@ export const EnvSchema = z.object({
     ),
   // transactional.id = <this>.<account>: stable per account and deployment, so a new leader fences the old one.
   KAFKA_TRANSACTIONAL_ID_PREFIX: optionalText.describe(
-    'Prefix of the transactional id <prefix>.<account> (default: KAFKA_CLIENT_ID); stable per deployment so a new leader fences the old one',
+    'Prefix of the transactional id <prefix>.<account> (default: <KAFKA_CLIENT_ID>.<deployment id>); stable per deployment so a new leader fences the old one',
   ),
   KAFKA_TRANSACTION_TIMEOUT_MS: int(1_000, 900_000)
     .default(60_000)
@@ -441,6 +457,20 @@ export interface BridgeConfig {
     exactlyOnce: boolean;
     /** transactional.id of this account's producer (stable per account and deployment). */
     transactionalId: string;
+    /**
+     * Who writes this account's changelog (stamped on its records and checkpoints, checked before a restore trusts
+     * them); absent in adapters built by hand (tests, benchmarks): nothing stamped, nothing checked.
+     */
+    identity?: Identity;
+    /**
+     * Put before every changelog key when accounts share the changelog topic (`<account>:`); absent: keyPrefix.
+     * Single-account changelogs keep plain keys and name their account in a header.
+     */
+    changelogKeyPrefix?: string;
+    /** Whether the changelog topic is the default one of the deployment (KAFKA_TOPIC_CHANGELOG unset). */
+    changelogDefaulted?: boolean;
+    /** Adopt changelog records written before identities without Redis vouching for them. */
+    adoptLegacyChangelog?: boolean;
     transactionTimeoutMs: number;
     createTopics: boolean;
     partitions: number;
@@ -660,7 +690,11 @@ class Checks {
  * Parses and validates the environment; throws one ConfigError listing every bad setting (one problem a line), so
  * that an operator fixes them all after one start instead of one per restart.
  */
-export function loadConfig(env: Record<string, string | undefined> = process.env): BridgeConfig {
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  /** One account of several (BRIDGE_ACCOUNTS_FILE): the derived deployment id leaves the account out. */
+  options: { multiAccount?: boolean } = {},
+): BridgeConfig {
   const checks = new Checks();
   const e = checks.parse(env);
   checks.run(() => {
@@ -716,7 +750,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       throw new ConfigError('REDIS_SENTINEL_PASSWORD', 'required when REDIS_SENTINEL_USERNAME is set (or its _FILE)');
     }
   });
-  const topics = checks.run(() => kafkaTopics(e));
+  const deployment = checks.run(
+    () => e.BRIDGE_DEPLOYMENT_ID ?? derivedDeploymentId(deploymentParts(e, options.multiAccount === true)),
+  );
+  const topics = checks.run(() => kafkaTopics(e, known(deployment)));
   // The deprecated setting stands in for the interval only when the interval itself was not set.
   const pollIntervalMs = checks.run(() =>
     env.POLL_INTERVAL_MS ? e.POLL_INTERVAL_MS : (e.POLL_MIN_INTERVAL_MS ?? e.POLL_INTERVAL_MS),
@@ -761,7 +798,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sasl,
       topics,
       exactlyOnce: e.KAFKA_EXACTLY_ONCE,
-      transactionalId: `${e.KAFKA_TRANSACTIONAL_ID_PREFIX ?? e.KAFKA_CLIENT_ID}.${e.BRIDGE_ACCOUNT}`,
+      // Unique per deployment by default: two deployments keeping the defaults must not fence each other.
+      transactionalId: `${e.KAFKA_TRANSACTIONAL_ID_PREFIX ?? `${e.KAFKA_CLIENT_ID}.${deployment}`}.${e.BRIDGE_ACCOUNT}`,
+      identity: { deployment, upstream: upstreamId(e.UPSTREAM_BASE_URL.replace(/\/+$/, ''), clientIdText(clientId)) },
+      changelogDefaulted: e.KAFKA_TOPIC_CHANGELOG === undefined,
+      adoptLegacyChangelog: e.KAFKA_CHANGELOG_ADOPT_LEGACY,
       transactionTimeoutMs: e.KAFKA_TRANSACTION_TIMEOUT_MS,
       createTopics: e.KAFKA_CREATE_TOPICS,
       partitions: e.KAFKA_TOPIC_PARTITIONS,
@@ -845,10 +886,11 @@ function schemaRegistryConfig(e: Env, env: Record<string, string | undefined>): 
 }
 
 /** The Kafka topic names, {account} replaced, each a valid name and the event topics distinct from the rest. */
-function kafkaTopics(e: Env): BridgeConfig['kafka']['topics'] {
+function kafkaTopics(e: Env, deployment: string): BridgeConfig['kafka']['topics'] {
   // A name may carry {account}: a topic per account (see "Accounts and topics" in docs/operations.md).
   const topic = (setting: keyof Env & `KAFKA_TOPIC_${string}`): string => {
-    const name = String(e[setting]).replaceAll('{account}', e.BRIDGE_ACCOUNT);
+    const value = e[setting] ?? (setting === 'KAFKA_TOPIC_CHANGELOG' ? defaultChangelogTopic(deployment) : '');
+    const name = String(value).replaceAll('{account}', e.BRIDGE_ACCOUNT);
     if (!/^[A-Za-z0-9._-]{1,249}$/.test(name)) {
       throw new ConfigError(setting, 'a Kafka topic name: letters, digits, . _ - only (and {account}), at most 249');
     }
@@ -875,6 +917,30 @@ function kafkaTopics(e: Env): BridgeConfig['kafka']['topics'] {
     );
   }
   return topics;
+}
+
+/** The changelog topic of a deployment that does not name one: its own, never another deployment's. */
+export function defaultChangelogTopic(deployment: string): string {
+  return `${FORMER_DEFAULT_CHANGELOG}.${deployment}`;
+}
+
+// What tells two installations apart when BRIDGE_DEPLOYMENT_ID is not set: the upstream they mirror, the account
+// (one account per deployment), the Kafka client id and the Redis key prefix (two deployments sharing one Redis
+// must differ in it). Several accounts in one deployment leave their accounts and upstreams out: adding one must
+// not change the deployment.
+function deploymentParts(e: Env, multiAccount: boolean): string[] {
+  const base = [e.KAFKA_CLIENT_ID, e.REDIS_KEY_PREFIX];
+  return multiAccount ? ['accounts', ...base] : [e.UPSTREAM_BASE_URL.replace(/\/+$/, ''), e.BRIDGE_ACCOUNT, ...base];
+}
+
+// The client id as text for the upstream id: its value, read once (a file that cannot be read yet counts by its
+// path: the credentials check at the first token fetch names the problem).
+function clientIdText(source: SecretSource): string {
+  try {
+    return readSecretSync(source, 'UPSTREAM_CLIENT_ID');
+  } catch {
+    return 'file' in source ? `file:${source.file}` : 'env' in source ? `env:${source.env}` : '';
+  }
 }
 
 /** Tracing is on with an OTLP exporter asked for or an endpoint set, unless the SDK is disabled. */

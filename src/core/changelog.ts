@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { EMPTY_CHECKPOINT, type Checkpoint } from './checkpoint.js';
 import { CANDIDATE_MEMORY_MAX, UNREADABLE_MEMORY_MAX } from './deletion-inference.js';
 import { decodeEntry, encodeEntry, type SnapshotEntry } from './snapshot-entry.js';
+import type { Identity } from './identity.js';
 
 // The changelog: what the bridge needs to continue, written to an internal compacted Kafka topic in the same
 // transaction as the events it belongs to (as Kafka Streams keeps a state store's changelog). Redis is a cache of
@@ -10,10 +11,15 @@ import { decodeEntry, encodeEntry, type SnapshotEntry } from './snapshot-entry.j
 // Records (the account's key prefix goes in front when accounts share the topic):
 //   e:<review id>   the review's snapshot entry (keyed fingerprints only), or a deletion marker keeping its sequence
 //   checkpoint      the account's whole checkpoint after the transaction, with the transaction's number
-// Every record carries the transaction number in a header, so a restore that starts mid-log knows what is newer.
+// Every record carries the transaction number in a header, so a restore that starts mid-log knows what is newer,
+// and the deployment and account that wrote it (src/core/identity.ts); a checkpoint also names the deployment and
+// upstream in its body. Records written before identities carry neither (see "Identity" in docs/exactly-once.md).
 
 /** Header naming the changelog transaction (1, 2, 3 ... per account) a record was written in. */
 export const CHANGELOG_TXN_HEADER = 'bridge-txn';
+
+/** The default changelog topic of the versions before deployment identities (one for every deployment). */
+export const FORMER_DEFAULT_CHANGELOG = 'reviews-bridge.changelog';
 
 /** Key of the account's checkpoint record. */
 export const CHECKPOINT_RECORD_KEY = 'checkpoint';
@@ -62,12 +68,15 @@ const ChangelogCheckpointSchema = z.object({
     .default(null),
   deferredSweeps: z.number().int().nonnegative().default(0),
   deferredReason: z.string().max(64).nullable().default(null),
+  // Added with deployment identities: absent in a checkpoint written before them (a legacy one).
+  deployment: z.string().max(64).nullable().default(null),
+  upstream: z.string().max(64).nullable().default(null),
 });
 
 /** One decoded changelog record. */
 export type ChangelogRecord =
   | { kind: 'entry'; id: number; entry: SnapshotEntry; deleted: boolean }
-  | { kind: 'checkpoint'; checkpoint: ChangelogCheckpoint };
+  | { kind: 'checkpoint'; checkpoint: ChangelogCheckpoint; identity: Identity | null };
 
 const LIVE = 1;
 const DELETED = 2;
@@ -81,13 +90,14 @@ export function entryRecord(id: number, entry: SnapshotEntry, deleted = false): 
   };
 }
 
-/** The record of an account's checkpoint. */
-export function checkpointRecord(ckpt: ChangelogCheckpoint): { key: string; value: string } {
+/** The record of an account's checkpoint, naming the deployment and upstream that wrote it (when known). */
+export function checkpointRecord(ckpt: ChangelogCheckpoint, identity?: Identity): { key: string; value: string } {
   const { txn, epoch, watermark, initialDone, sweep, lastSweepAt, lastIncrementalAt } = ckpt;
   const { unreadable, unreadableCandidates, deferredSweeps, deferredReason } = ckpt;
   const body = {
     ...{ v: 1, txn, epoch, watermark, initialDone, sweep, lastSweepAt, lastIncrementalAt },
     ...{ unreadable, unreadableCandidates, deferredSweeps, deferredReason },
+    ...(identity ? { deployment: identity.deployment, upstream: identity.upstream } : {}),
   };
   return { key: CHECKPOINT_RECORD_KEY, value: JSON.stringify(body) };
 }
@@ -99,8 +109,10 @@ export function checkpointRecord(ckpt: ChangelogCheckpoint): { key: string; valu
 export function decodeChangelogRecord(key: string, value: Buffer | null): ChangelogRecord | null {
   if (value === null) return null;
   if (key === CHECKPOINT_RECORD_KEY) {
-    const { v: _v, ...checkpoint } = ChangelogCheckpointSchema.parse(JSON.parse(value.toString('utf8')));
-    return { kind: 'checkpoint', checkpoint };
+    const parsed = ChangelogCheckpointSchema.parse(JSON.parse(value.toString('utf8')));
+    const { v: _v, deployment, upstream, ...checkpoint } = parsed;
+    const identity = deployment !== null && upstream !== null ? { deployment, upstream } : null;
+    return { kind: 'checkpoint', checkpoint, identity };
   }
   const match = /^e:(\d{1,15})$/.exec(key);
   if (!match) return null;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { CHANGELOG_TXN_HEADER } from '../core/changelog.js';
+import { DEPLOYMENT_HEADER } from '../core/identity.js';
 import { sleep } from '../core/clock.js';
 import { keyPrefixOf } from './changelog-index.js';
 import { MARKER_KEY } from './encoding.js';
@@ -18,6 +19,8 @@ export interface ChangelogRawRecord {
   value: Buffer | null;
   /** The changelog transaction that wrote it (0 when the header is missing). */
   txn: number;
+  /** The deployment that wrote it (null: written before deployment identities). */
+  deployment: string | null;
   partition: number;
   offset: number;
 }
@@ -121,7 +124,9 @@ export async function readChangelog(
           if (options.seenPrefixes) notePrefix(options.seenPrefixes, key);
           if (!key.startsWith(options.keyPrefix)) continue;
           const txn = Number(m.headers?.[CHANGELOG_TXN_HEADER]?.toString() ?? '0');
-          records.push({ key: key.slice(options.keyPrefix.length), value: m.value, txn, partition: p, offset });
+          const deployment = m.headers?.[DEPLOYMENT_HEADER]?.toString() ?? null;
+          const rest = key.slice(options.keyPrefix.length);
+          records.push({ key: rest, value: m.value, txn, deployment, partition: p, offset });
         }
         try {
           await options.onRecords(records);

@@ -1,5 +1,6 @@
 import type { Message, TopicMessages } from 'kafkajs';
 import { CHANGELOG_TXN_HEADER, checkpointRecord, entryRecord, type ChangelogCheckpoint } from '../core/changelog.js';
+import { ACCOUNT_HEADER, DEPLOYMENT_HEADER, type Identity } from '../core/identity.js';
 import type { SnapshotEntry } from '../core/snapshot-entry.js';
 import type { Logger } from 'pino';
 import type { BridgeConfig, PrivacyConfig } from '../config/config.js';
@@ -110,7 +111,11 @@ export class RecordEncoder {
     // Headers carry only the reject kind and detail (known field names and check codes), never record values.
     for (const dl of deadLetters)
       add(this.config.topics.deadLetter, deadLetterMessage(this.protectDeadLetter(dl), this.account, messageLimit));
-    if (changelog) for (const record of changelogMessages(changelog)) add(this.config.topics.changelog, record);
+    if (changelog) {
+      for (const record of this.changelogMessages(changelog)) {
+        outgoing.push({ topic: this.config.topics.changelog, message: record, bytes: messageBytes(record) });
+      }
+    }
     return outgoing;
   }
 
@@ -125,8 +130,7 @@ export class RecordEncoder {
         this.keyed({ key: event.subject, value: null, headers: { [STATE_RECORD_HEADER]: 'review.state' } }),
       );
     }
-    if (changelog)
-      for (const record of changelogMessages(changelog)) add(this.config.topics.changelog, this.keyed(record));
+    if (changelog) for (const record of this.changelogMessages(changelog)) add(this.config.topics.changelog, record);
     return outgoing;
   }
 
@@ -168,9 +172,26 @@ export class RecordEncoder {
     const topic = this.config.topics.changelog;
     return partitions.map((partition) => ({
       topic,
-      message: { ...this.keyed({ key: MARKER_KEY, value: nonce, headers: {} }), partition },
+      message: { ...this.changelogKeyed({ key: MARKER_KEY, value: nonce, headers: {} }), partition },
       bytes: 0,
     }));
+  }
+
+  /**
+   * The changelog records of a commit, keyed with the account's changelog prefix, each headed with its transaction
+   * number, and with the deployment and account that wrote it when the configuration names them.
+   */
+  private changelogMessages(batch: ChangelogBatch): ChangelogMessage[] {
+    const identity = this.config.identity;
+    const headers: Record<string, string> = { [CHANGELOG_TXN_HEADER]: String(batch.checkpoint.txn) };
+    if (identity) Object.assign(headers, { [DEPLOYMENT_HEADER]: identity.deployment, [ACCOUNT_HEADER]: this.account });
+    return changelogRecords(batch, identity).map((r) => this.changelogKeyed({ key: r.key, value: r.value, headers }));
+  }
+
+  /** A changelog message with the account's changelog key prefix (accounts sharing the topic), else as it is. */
+  private changelogKeyed<M extends { key: string }>(message: M): M {
+    const prefix = this.config.changelogKeyPrefix ?? this.config.keyPrefix;
+    return prefix ? { ...message, key: `${prefix}${message.key}` } : message;
   }
 
   /** A review-keyed message with the account's key prefix (accounts sharing a topic), else as it is. */
@@ -223,15 +244,13 @@ export function byTopic(chunk: readonly Outgoing[]): TopicMessages[] {
 /** A message whose value may be binary (changelog entries). */
 type ChangelogMessage = Omit<OutgoingMessage, 'value'> & { value: string | Buffer };
 
-/** The changelog records of a commit, each headed with its transaction number. */
-function changelogMessages(batch: ChangelogBatch): ChangelogMessage[] {
-  const headers = { [CHANGELOG_TXN_HEADER]: String(batch.checkpoint.txn) };
-  const records = [
+/** The changelog records of a commit (keys without the account prefix): entries, deletion markers, checkpoint. */
+function changelogRecords(batch: ChangelogBatch, identity?: Identity): Array<{ key: string; value: string | Buffer }> {
+  return [
     ...batch.entries.map(([id, entry]) => entryRecord(id, entry)),
     ...(batch.deleted ?? []).map(([id, entry]) => entryRecord(id, entry, true)),
-    checkpointRecord(batch.checkpoint),
+    checkpointRecord(batch.checkpoint, identity),
   ];
-  return records.map((r) => ({ key: r.key, value: r.value, headers }));
 }
 
 /** Consecutive runs of messages whose sizes add up to at most `limit` (a message alone over it is a run of one). */

@@ -159,9 +159,11 @@ export class KafkaPublisher implements EventSink {
     signal?: AbortSignal,
   ): Promise<Record<number, number>> {
     const topic = this.config.topics.changelog;
+    // Before every restore: a topic that is not compacted (or no longer) must not be trusted.
+    await this.topics.verifyChangelog();
     const mark = (partitions: number[]): Promise<Record<number, number>> =>
       this.deliver(this.encoder.markerRecords(partitions, randomUUID()));
-    const keyPrefix = this.config.keyPrefix ?? '';
+    const keyPrefix = this.config.changelogKeyPrefix ?? this.config.keyPrefix ?? '';
     const index = keyPrefix === '' ? undefined : this.changelogIndex;
     const changelog = changelogName(this.config.brokers, topic);
     // A full restore of an account the index knows has nothing before its offsets starts there.
@@ -171,6 +173,11 @@ export class KafkaPublisher implements EventSink {
     const ends = await readChangelog(this.kafka, this.config.clientId, options, this.logger);
     if (index && seenPrefixes) index.learn(changelog, start, ends, seenPrefixes);
     return ends;
+  }
+
+  /** The former default changelog topic when it exists and this deployment uses its own default (see TopicAdmin). */
+  formerChangelog(): string | null {
+    return this.topics.formerChangelog();
   }
 
   /** The id of the Kafka cluster (a Redis written against another cluster must be restored, not trusted). */

@@ -2,6 +2,8 @@ import type { Admin, ConfigResourceTypes, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { BridgeConfig } from '../config/config.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import { ConfigError } from '../core/errors.js';
+import { FORMER_DEFAULT_CHANGELOG } from '../core/changelog.js';
 
 // Topic administration of the Kafka adapter, over one admin connection: creating the bridge's topics (replication,
 // compaction), reading the message limit they allow, the cluster id, and the readiness probe.
@@ -66,6 +68,8 @@ export class TopicAdmin {
   /** Read while prepare() has the admin connection open, so that a leadership's restore check opens none again. */
   private cluster: string | null = null;
   private shortfalls: ReadonlyMap<string, string> = new Map();
+  /** Whether the former default changelog topic exists and this deployment uses its own default one. */
+  private formerDefault = false;
 
   constructor(
     private readonly kafka: Kafka,
@@ -81,6 +85,7 @@ export class TopicAdmin {
    */
   async prepare(current: number): Promise<number> {
     const admin = await this.admin();
+    await this.noteFormerDefault(admin);
     if (this.config.createTopics) await this.createTopics(admin);
     await this.checkDurability(admin);
     const limit = await this.readTopicLimits(admin, current);
@@ -93,6 +98,63 @@ export class TopicAdmin {
     if (this.cluster) return this.cluster;
     const admin = await this.admin();
     return (this.cluster = (await admin.describeCluster()).clusterId);
+  }
+
+  /**
+   * Checks that the changelog topic keeps every key's last record for ever: cleanup.policy=compact, without
+   * delete (retention would drop the entries of reviews that did not change, and a full restore would rebuild a
+   * partial snapshot). Throws a ConfigError naming the topic and the setting; never alters the topic.
+   */
+  async verifyChangelog(): Promise<void> {
+    // A leadership closes its admin connection once connected (the process probes with its own): a connection
+    // opened here for the check is closed again, so that many leaderships do not keep one each.
+    const opened = this.probe === null;
+    try {
+      await this.checkChangelogPolicy(await this.admin());
+    } finally {
+      if (opened) await this.close();
+    }
+  }
+
+  private async checkChangelogPolicy(admin: Admin): Promise<void> {
+    const topic = this.config.topics.changelog;
+    let policy: string | undefined;
+    try {
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: TOPIC_RESOURCE, name: topic, configNames: ['cleanup.policy'] }],
+      });
+      policy = resources[0]?.configEntries.find((e) => e.configName === 'cleanup.policy')?.configValue;
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new ConfigError(
+        'KAFKA_TOPIC_CHANGELOG',
+        `cannot read cleanup.policy of changelog topic ${topic} (${reason}): the bridge must see that it is compacted (allow DescribeConfigs on it)`,
+      );
+    }
+    if (!changelogPolicyFits(policy)) {
+      throw new ConfigError(
+        'KAFKA_TOPIC_CHANGELOG',
+        `changelog topic ${topic} has cleanup.policy=${policy ?? 'unknown'}: retention would drop entries of unchanged reviews; ` +
+          `set cleanup.policy=compact on it (kafka-configs --alter --add-config cleanup.policy=compact) or point KAFKA_TOPIC_CHANGELOG at a compacted topic`,
+      );
+    }
+  }
+
+  /**
+   * The default changelog topic of the versions before deployment identities when it exists on the cluster and this
+   * deployment uses its own default (KAFKA_TOPIC_CHANGELOG unset), else null: a restore asks whether Redis's
+   * history was written there (an upgrade) before it trusts this deployment's own topic (src/bridge/restore.ts).
+   */
+  formerChangelog(): string | null {
+    return this.formerDefault ? FORMER_DEFAULT_CHANGELOG : null;
+  }
+
+  // An upgrade from a version whose default changelog was one topic for every deployment: with KAFKA_TOPIC_CHANGELOG
+  // unset, this deployment writes its own, and the former one may hold its history (or another deployment's).
+  private async noteFormerDefault(admin: Admin): Promise<void> {
+    this.formerDefault =
+      this.config.changelogDefaulted === true && (await admin.listTopics()).includes(FORMER_DEFAULT_CHANGELOG);
   }
 
   /** Cheap broker round trip for the readiness probe (no new connection per probe). */
@@ -307,6 +369,12 @@ function isReplicationShortfall(err: unknown): boolean {
   const typed = (e: unknown) => (e as { type?: unknown } | null)?.type === 'INVALID_REPLICATION_FACTOR';
   const nested = (err as { errors?: unknown } | null)?.errors;
   return typed(err) || (Array.isArray(nested) && nested.some(typed));
+}
+
+/** Whether a changelog's cleanup.policy keeps every key's last record: compact, and no delete. */
+export function changelogPolicyFits(policy: string | undefined): boolean {
+  const parts = (policy ?? '').split(',').map((p) => p.trim());
+  return parts.includes('compact') && !parts.includes('delete');
 }
 
 /** Waits until every partition of the topics has a leader, as the metadata of any broker asked tells. */

@@ -220,6 +220,7 @@ export const ADMIN_ACTIONS = [
   'restore',
   'checkpoint',
   'checkpoint_set',
+  'reset',
   'unknown',
 ] as const;
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Identity } from '../core/identity.js';
 import type { Checkpoint, CheckpointUpdate } from '../core/checkpoint.js';
 import { SnapshotLostError } from '../core/errors.js';
 import { durably, type AccountKeys, type BridgeRedis } from './connection.js';
@@ -30,6 +31,8 @@ export interface ChangelogState {
   empty: boolean;
   /** The checkpoint and the bucket manifest carry their markers (a snapshot of the previous format does not). */
   sealed: boolean;
+  /** The deployment and upstream that wrote the checkpoint (null: none named, or written before identities). */
+  identity: Identity | null;
 }
 
 /** Reads the checkpoint of one account and keeps the progress of its long passes. */
@@ -96,7 +99,13 @@ export class CheckpointStore {
     }
     const empty = Object.keys(h).length === 0;
     const sealed = h[MARKER] !== undefined && listed === 1;
-    return { txn: num(h.txn), offsets, cluster: h.kafka_cluster ?? null, empty, sealed };
+    const identity = h.deployment && h.upstream ? { deployment: h.deployment, upstream: h.upstream } : null;
+    return { txn: num(h.txn), offsets, cluster: h.kafka_cluster ?? null, empty, sealed, identity };
+  }
+
+  /** Names the deployment and upstream Redis's checkpoint belongs to (checked by the next restore). */
+  async stampIdentity(identity: Identity): Promise<void> {
+    await this.redis.hset(this.keys.checkpoint, 'deployment', identity.deployment, 'upstream', identity.upstream);
   }
 
   /** Records the Kafka cluster the changelog is written to (a Redis later pointed at another cluster is restored). */

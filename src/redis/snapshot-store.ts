@@ -50,6 +50,7 @@ export class SnapshotStore {
   changelogTxn: CheckpointStore['changelogTxn'] = () => this.checkpoints.changelogTxn();
   changelogState: CheckpointStore['changelogState'] = () => this.checkpoints.changelogState();
   setKafkaCluster: CheckpointStore['setKafkaCluster'] = (...a) => this.checkpoints.setKafkaCluster(...a);
+  stampIdentity: CheckpointStore['stampIdentity'] = (...a) => this.checkpoints.stampIdentity(...a);
   setPassProgress: CheckpointStore['setPassProgress'] = (...a) => this.checkpoints.setPassProgress(...a);
   passProgress: CheckpointStore['passProgress'] = () => this.checkpoints.passProgress();
 
@@ -65,6 +66,19 @@ export class SnapshotStore {
   sweepRequested: ControlFlags['sweepRequested'] = () => this.control.sweepRequested();
   takeSweepRequest: ControlFlags['takeSweepRequest'] = () => this.control.takeSweepRequest();
   requestRestore: ControlFlags['requestRestore'] = (...a) => this.control.requestRestore(...a);
+
+  /**
+   * An operator's reset (the account must be paused): forgets the account's Redis state (snapshot and checkpoint;
+   * the lease, the epoch counter, the pause and the last pass's progress stay) and asks for a restore, so that the leader rebuilds
+   * it from this deployment's changelog, or starts over when the changelog holds nothing of it (a new initial
+   * load). Resolves false, doing nothing, when the account is not paused.
+   */
+  async reset(now = Date.now()): Promise<boolean> {
+    if ((await this.control.pausedSince()) === null) return false;
+    await this.restore.clearForRestore();
+    await this.control.requestRestore(now);
+    return true;
+  }
   restoreRequested: ControlFlags['restoreRequested'] = () => this.control.restoreRequested();
   takeRestoreRequest: ControlFlags['takeRestoreRequest'] = () => this.control.takeRestoreRequest();
   requestResync: ControlFlags['requestResync'] = (...a) => this.control.requestResync(...a);

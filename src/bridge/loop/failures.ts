@@ -3,6 +3,10 @@ import { kindOf } from '../../core/errors.js';
 import { failed, NO_FAILURE, recovery, type FailureRun, type ScheduleTiming } from '../../core/schedule.js';
 import { errorKind } from '../../ops/logger.js';
 
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 // The loop's failures since its last step that succeeded: each is logged once, in the words its kind deserves, and
 // the schedule's recovery (src/core/schedule.ts) reads them to say how long to back off, or to restore.
 
@@ -51,6 +55,13 @@ export class FailureLog {
     if (kind === 'replication') {
       // Expected for seconds after every Redis failover: one warning when it starts, not an error a second.
       if (!awaitingReplica) logger.warn({ err, where }, 'waiting for a Redis replica to acknowledge');
+      return;
+    }
+    if (kind === 'setting') {
+      // A refusal (another deployment's state, a changelog topic that does not fit): its message is the one line
+      // naming what to change; said once per run of them, then again only as a count, until the operator acts.
+      if (this.failures.count === 1) logger.error({ where, refused: true }, errorMessage(err));
+      else logger.debug({ where, failures: this.failures.count }, 'still refused; see the first line');
       return;
     }
     const fenced = kind === 'fenced';

@@ -13,6 +13,7 @@ import type { ResyncRequest } from '../../core/resync-request.js';
 import type { CheckpointChange } from '../../core/checkpoint-change.js';
 import type { FingerprintKeySource } from '../../core/fingerprint-key.js';
 import { restoreFromChangelog, type RestoreMetrics, type RestorePorts } from '../restore.js';
+import type { Identity } from '../../core/identity.js';
 import { endSpan, SPAN_ATTRIBUTES } from '../../ops/tracing.js';
 
 export type { LongPassRun } from './full-scan.js';
@@ -66,6 +67,7 @@ export interface PassesSnapshot
       | 'setKafkaCluster'
       | 'seal'
       | 'sealIfComplete'
+      | 'stampIdentity'
     > {
   takeSweepRequest(): Promise<boolean>;
   takeRestoreRequest(): Promise<boolean>;
@@ -77,7 +79,8 @@ export interface PassesSnapshot
 }
 
 /** Where the passes publish: change events and dead letters, and deletions. */
-export interface PassesSink extends EventSink, DeletionSink, Pick<RestorePorts, 'readChangelog' | 'clusterId'> {
+export interface PassesSink
+  extends EventSink, DeletionSink, Pick<RestorePorts, 'readChangelog' | 'clusterId' | 'formerChangelog'> {
   publishHeartbeat(event: ReviewHeartbeatEvent): Promise<void>;
   /** Takes the account's transactional id at the broker for a new leadership (fences the former leader). */
   beginTransactions(): Promise<void>;
@@ -96,6 +99,8 @@ export interface PassesOptions {
   account: string;
   /** Where the fingerprint key comes from (absent: unkeyed fingerprints, tests only). */
   keySource?: FingerprintKeySource;
+  /** Who writes the changelog and where (checked before a restore trusts it); absent: nothing checked. */
+  changelog?: { identity?: Identity; topic: string; adoptLegacy?: boolean };
 }
 
 /** The passes of one account over one pipeline and one upstream. */
@@ -108,6 +113,7 @@ export class Passes implements PassRunner {
   private readonly account: string;
   private readonly metrics: RestoreMetrics;
   private readonly keySource: FingerprintKeySource | undefined;
+  private readonly changelog: PassesOptions['changelog'];
 
   constructor(
     deps: PipelineDeps & { snapshot: PassesSnapshot; sink: PassesSink },
@@ -120,6 +126,7 @@ export class Passes implements PassRunner {
     this.account = options.account;
     this.metrics = options.metrics;
     this.keySource = options.keySource;
+    this.changelog = options.changelog;
     const polls = options.polls ?? { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000 };
     const pollState = new PollState({
       intervalMs: polls.intervalMs,
@@ -148,8 +155,10 @@ export class Passes implements PassRunner {
       setKafkaCluster: (cluster) => this.snapshot.setKafkaCluster(cluster),
       seal: (e) => this.snapshot.seal(e),
       sealIfComplete: (e) => this.snapshot.sealIfComplete(e),
+      ...(this.snapshot.stampIdentity ? { stampIdentity: (id: Identity) => this.snapshot.stampIdentity!(id) } : {}),
       readChangelog: (from, onRecords, s) => this.sink.readChangelog(from, onRecords, s),
       clusterId: () => this.sink.clusterId(),
+      ...(this.sink.formerChangelog ? { formerChangelog: () => this.sink.formerChangelog!() } : {}),
     };
     const { logger } = this.pipeline.deps;
     const clock = this.pipeline.clock;
@@ -163,7 +172,16 @@ export class Passes implements PassRunner {
     try {
       const outcome = await restoreFromChangelog(
         ports,
-        { logger, metrics: this.metrics, clock, signal, progress },
+        {
+          ...{ logger, metrics: this.metrics, clock, signal, progress, account: this.account },
+          ...(this.changelog
+            ? {
+                identity: this.changelog.identity,
+                topic: this.changelog.topic,
+                adoptLegacy: this.changelog.adoptLegacy,
+              }
+            : {}),
+        },
         epoch,
         force,
       );

@@ -410,9 +410,10 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
     const passes = new ScriptedPasses();
     passes.pollErrors = [...errors];
     const time = new FakeTime();
+    const lease = new FakeLease();
     const loop = new BridgeLoop({
       passes,
-      lease: new FakeLease(),
+      lease,
       metrics: testMetrics(),
       logger: silentLogger,
       clock: time.clock,
@@ -420,7 +421,7 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
       random: () => 0,
       timing: { pollIntervalMs: 1, sweepIntervalMs: 0, leaseTtlMs: 600_000 },
     });
-    return { passes, time, loop };
+    return { passes, time, loop, lease };
   }
   const waits = (time: FakeTime, n: number) => time.slept.slice(0, n);
 
@@ -474,12 +475,18 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
     expect(loop.health().lastError).toBe('CommitOutcomeUnknownError');
   });
 
-  it('treats a fenced commit as a failed pass: backs off, never restores', async () => {
-    const { passes, time, loop } = failing([new FencedError('FENCED: epoch 1 superseded by 2')]);
+  it('after a fenced commit gives the lease up (Kafka alone may have fenced it) and prepares anew when it leads again', async () => {
+    // Kafka fenced the producer (another one took the transactional id) while Redis still says this replica leads:
+    // keeping the lease would fail every commit for ever, with no other replica allowed to take over.
+    const { passes, time, loop, lease } = failing([new FencedError('the Kafka transactional id was taken')]);
     loop.start();
+    await until(() => lease.released === 1);
+    expect(passes.calls.filter((c) => c === 'poll')).toHaveLength(1);
+    lease.leading = true;
+    lease.epoch = 2;
     await until(() => passes.calls.filter((c) => c === 'poll').length >= 2);
     await loop.stop();
-    expect(passes.prepared).toHaveLength(1);
+    expect(passes.prepared).toEqual([1, 2]);
     expect(time.slept[0]).toBe(500);
   });
 });

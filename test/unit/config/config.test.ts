@@ -9,6 +9,33 @@ import { readSecretSync as readSecret } from '../../../src/config/secrets.js';
 const minimal = MINIMAL_ENV;
 
 describe('loadConfig', () => {
+  it('gives every deployment its own changelog topic and transactional id unless they are set', () => {
+    // Two deployments that keep the defaults (another account, or another Redis prefix) on one Kafka cluster must
+    // neither read each other's changelog nor fence each other's producers.
+    const a = loadConfig(minimal);
+    const b = loadConfig({ ...minimal, BRIDGE_ACCOUNT: 'other' });
+    const c = loadConfig({ ...minimal, REDIS_KEY_PREFIX: 'staging' });
+    const ids = [a, b, c].map((x) => x.kafka.identity!.deployment);
+    expect(new Set(ids).size).toBe(3);
+    expect(new Set([a, b, c].map((x) => x.kafka.topics.changelog)).size).toBe(3);
+    expect(new Set([a, b, c].map((x) => x.kafka.transactionalId)).size).toBe(3);
+    // Stable: the same settings give the same ids (a restart is the same deployment).
+    expect(loadConfig(minimal).kafka.identity).toEqual(a.kafka.identity);
+    expect(a.kafka.changelogDefaulted).toBe(true);
+    // Pinned by the operator, or set explicitly: as given.
+    const pinned = loadConfig({ ...minimal, BRIDGE_DEPLOYMENT_ID: 'prod-eu', KAFKA_TOPIC_CHANGELOG: 'my.changelog' });
+    expect(pinned.kafka.identity!.deployment).toBe('prod-eu');
+    expect(pinned.kafka.topics.changelog).toBe('my.changelog');
+    expect(pinned.kafka.changelogDefaulted).toBe(false);
+    expect(pinned.kafka.transactionalId).toBe('reviews-bridge.prod-eu.default');
+    expect(loadConfig({ ...minimal, KAFKA_TRANSACTIONAL_ID_PREFIX: 'tx' }).kafka.transactionalId).toBe('tx.default');
+    expect(() => loadConfig({ ...minimal, BRIDGE_DEPLOYMENT_ID: 'a b' })).toThrow(/BRIDGE_DEPLOYMENT_ID/);
+    // The upstream id: another API client is another upstream; never the client id itself.
+    const other = loadConfig({ ...minimal, UPSTREAM_CLIENT_ID: 'someone-else' });
+    expect(other.kafka.identity!.upstream).not.toBe(a.kafka.identity!.upstream);
+    expect(JSON.stringify(a.kafka.identity)).not.toContain(String(minimal.UPSTREAM_CLIENT_ID));
+  });
+
   it('applies defaults', () => {
     const c = loadConfig(minimal);
     expect(c.account).toBe('default');
@@ -27,11 +54,11 @@ describe('loadConfig', () => {
       state: 'review.state',
       deleted: 'review.deleted',
       heartbeat: 'review.heartbeat',
-      changelog: 'reviews-bridge.changelog',
+      changelog: `reviews-bridge.changelog.${c.kafka.identity!.deployment}`,
     });
-    // Exactly-once by default, with a transactional id stable per deployment (client id) and account.
+    // Exactly-once by default, with a transactional id stable per deployment and account.
     expect(c.kafka.exactlyOnce).toBe(true);
-    expect(c.kafka.transactionalId).toBe('reviews-bridge.default');
+    expect(c.kafka.transactionalId).toBe(`reviews-bridge.${c.kafka.identity!.deployment}.default`);
     expect(loadConfig({ ...minimal, KAFKA_EXACTLY_ONCE: 'off' }).kafka.exactlyOnce).toBe(false);
     expect(c.fingerprintKeyFile).toBeNull();
     expect(c.kafka.brokers).toEqual(['127.0.0.1:9092']);

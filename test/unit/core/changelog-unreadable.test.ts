@@ -23,7 +23,11 @@ describe('the changelog checkpoint and unreadable records', () => {
       deferredReason: 'new_unreadable',
     };
     const { key, value } = checkpointRecord(ckpt);
-    expect(decodeChangelogRecord(key, Buffer.from(value))).toEqual({ kind: 'checkpoint', checkpoint: ckpt });
+    expect(decodeChangelogRecord(key, Buffer.from(value))).toEqual({
+      kind: 'checkpoint',
+      checkpoint: ckpt,
+      identity: null,
+    });
   });
 
   it('reads a checkpoint written before the fields as unknown digests and no deferral', () => {

@@ -120,7 +120,11 @@ describe('changelog records', () => {
       epoch: 3,
     };
     const rec = checkpointRecord(ckpt);
-    expect(decodeChangelogRecord(rec.key, Buffer.from(rec.value))).toEqual({ kind: 'checkpoint', checkpoint: ckpt });
+    expect(decodeChangelogRecord(rec.key, Buffer.from(rec.value))).toEqual({
+      kind: 'checkpoint',
+      checkpoint: ckpt,
+      identity: null,
+    });
   });
 
   it('refuses to write an unkeyed entry, ignores foreign keys and tombstones, and fails on a broken record', () => {
