@@ -147,7 +147,7 @@ if [[ $# -eq 0 && "$compat_version" != off && -z "$TEST_TOPOLOGY" ]]; then
   KAFKA_VERSION="$compat_version" bash scripts/kafka.sh start "$compat_port" &&
     # shellcheck disable=SC2086 # a list of paths, split on purpose
     KAFKA_VERSION="$compat_version" KAFKA_BROKERS="127.0.0.1:$compat_port" timeout -k 30 600 npx vitest run \
-      ${TEST_KAFKA_COMPAT_TESTS:-test/integration/kafka test/e2e/bridge.test.ts test/e2e/faults/redis-loss.test.ts test/e2e/security.test.ts test/e2e/deployments.test.ts}
+      ${TEST_KAFKA_COMPAT_TESTS:-test/integration/kafka test/e2e/bridge.test.ts test/e2e/faults/redis-loss.test.ts test/e2e/security.test.ts test/e2e/deployments.test.ts test/e2e/faults/redis-partial-loss.test.ts test/e2e/faults/redis-refuses-writes.test.ts test/e2e/faults/commit-unknown.test.ts}
   compat=$?
   set -e
   echo "(compatibility run: $((SECONDS - t)) s)" >&2
