@@ -71,19 +71,26 @@ describe('late-visible changes', () => {
   it('by seconds: delivered by polls as the lookback learns them, counted found_by=poll', async () => {
     const sim = await simulatorForTest({ reviewCount: 300, seed: 38 });
     const b = await settledBridge(sim);
-    expect(await metric(b, 'reviews_bridge_poll_lookback_seconds')).toBe(1);
-    // Each lateness within the lookback the previous ones taught (1 s floor, then twice the latest seen).
-    const lateness = [800, 1_500, 2_800, 5_000];
+    const lookback = () => metric(b, 'reviews_bridge_poll_lookback_seconds');
+    let learned = await lookback();
+    expect(learned).toBe(1);
+    // Each change 0.9 times the lookback late, so within what the polls learned from the ones before (twice the
+    // latest lateness seen): the lookback grows with each.
     const expected: string[] = [];
-    for (const [i, ms] of lateness.entries()) {
-      expected.push(await lateChange(sim, b, 10 + i, ms));
+    for (let i = 0; i < 5; i++) {
+      expected.push(await lateChange(sim, b, 10 + i, Math.round(900 * learned)));
       await eventually(
         async () => ((await metric(b, late, 'found_by="poll"')) === i + 1 ? true : undefined),
         20_000,
-        `the change ${ms} ms late found by a poll`,
+        `late change ${i + 1} (${Math.round(900 * learned)} ms) found by a poll`,
       );
+      // The lookback is set once the poll that found it has committed.
+      await pollsCommitted(b, 2);
+      const next = await lookback();
+      expect(next).toBeGreaterThanOrEqual(learned);
+      learned = next;
     }
-    expect(await metric(b, 'reviews_bridge_poll_lookback_seconds')).toBe(10);
+    expect(learned).toBeGreaterThan(3);
     const finals = await statuses(b);
     for (const [i, status] of expected.entries()) expect(finals.get(10 + i)).toBe(status);
     expect(await metric(b, late, 'found_by="sweep"')).toBe(0);
