@@ -234,7 +234,14 @@ async function sustained() {
 }
 
 async function soak() {
-  const rss: { atS: number; rssMiB: number; heapUsedMiB: number }[] = [];
+  const rss: {
+    atS: number;
+    rssMiB: number;
+    heapUsedMiB: number;
+    heapTotalMiB: number;
+    externalMiB: number;
+    arrayBuffersMiB: number;
+  }[] = [];
   const sweeps = new Map<number, { startedAt: number; endedAt: number | null }>();
   const edits: { id: number; at: number }[] = [];
   const start = Date.now();
@@ -259,6 +266,9 @@ async function soak() {
           atS: round((lastRss - start) / 1000, 0),
           rssMiB: round(m.rss / 2 ** 20),
           heapUsedMiB: round(m.heapUsed / 2 ** 20),
+          heapTotalMiB: round(m.heapTotal / 2 ** 20),
+          externalMiB: round(m.external / 2 ** 20),
+          arrayBuffersMiB: round(m.arrayBuffers / 2 ** 20),
         });
       }
       await sleep(500);
@@ -320,6 +330,9 @@ async function soak() {
       medianLast2MinMiB: median(lastMinute.map((r) => r.rssMiB)),
       heapUsedMedianFirst2MinMiB: median(firstMinute.map((r) => r.heapUsedMiB)),
       heapUsedMedianLast2MinMiB: median(lastMinute.map((r) => r.heapUsedMiB)),
+      heapTotalMedianFirst2MinMiB: median(firstMinute.map((r) => r.heapTotalMiB)),
+      heapTotalMedianLast2MinMiB: median(lastMinute.map((r) => r.heapTotalMiB)),
+      maxMiB: Math.max(...rss.map((r) => r.rssMiB)),
       samples: rss,
     },
   };
