@@ -1,6 +1,7 @@
 // The simulator store's change log: every move of an updated_date, kept in updated_date order, so that an
 // incremental query reads only the reviews changed since its bound. It also hands out the stamps, on the
-// service's clock but never backwards, so the log stays sorted.
+// service's clock but never backwards, so that appending keeps the log sorted; a late stamp (a change made visible
+// after newer ones, as a long transaction's) is inserted at its place instead.
 
 /** Every updated_date move of the store, in stamp order, and the stamps themselves. */
 export class ChangeLog {
@@ -25,6 +26,25 @@ export class ChangeLog {
   append(id: number, stamp: number): void {
     this.ids.push(id);
     this.stamps.push(stamp);
+  }
+
+  /**
+   * A stamp `lateByMs` before the service's time, strictly after the review's `previous` one; it does not move the
+   * stamps nextStamp hands out.
+   */
+  lateStamp(previous: number | null, lateByMs: number): number {
+    const stamp = this.clock() - lateByMs;
+    return previous !== null && stamp <= previous ? previous + 1 : stamp;
+  }
+
+  /** Records a move to a stamp that may be older than logged ones (from lateStamp), after its equals. */
+  insert(id: number, stamp: number): void {
+    const stamps = this.stamps;
+    const at = lowerBound(stamps.length, (i) => (stamps[i] as number) > stamp);
+    if (at === stamps.length) return this.append(id, stamp);
+    // Rare (late changes only), so a splice's copy is fine; the longer log drops the cached answer.
+    this.ids.splice(at, 0, id);
+    this.stamps.splice(at, 0, stamp);
   }
 
   /** Drops the cached answer (a review was removed). */

@@ -28,6 +28,7 @@ const USAGE = `Usage: reviews-bridge simulate [options]
   --listing-order <ascending|descending>  full listing by id, or newest first (default ascending)
   --updated-date-unit <ms|s>    --updated-date-comparison <gte|gt>
   --compression <when-asked|always|never>  --clock-skew-ms <n> (its clock minus the real one; default 0)
+  --data-clock-offset-ms <n>    updated_date stamps minus its Date headers' clock (default 0)
   --error-rate <0..1> --error-statuses <500,502,...> --latency-ms <n>
   --truncate-rate <0..1> --malformed-rate <0..1> --pad-bytes <n> --drop-rate <0..1>
   --idless <id,id,...>  serve these reviews without their id field (records whose id cannot be read)
@@ -59,6 +60,7 @@ const STRING_FLAGS = [
   'updated-date-comparison',
   'compression',
   'clock-skew-ms',
+  'data-clock-offset-ms',
   'error-rate',
   'error-statuses',
   'latency-ms',
@@ -136,6 +138,7 @@ export function parseSimulatorCommand(argv: string[]): SimulatorCommand {
     updatedDateComparison: text('updated-date-comparison') as SimulatorOptions['updatedDateComparison'],
     compression: text('compression') as SimulatorOptions['compression'],
     clockSkewMs: num('clock-skew-ms'),
+    dataClockOffsetMs: num('data-clock-offset-ms'),
   };
 
   const rateFlags = ['rps', 'burst', 'throttle-status', 'retry-after'] as const;

@@ -36,6 +36,17 @@ export class SimulatorHttpControl {
     return this.call('POST', `/_control/reviews/${id}/status`, status) as Promise<Record<string, unknown>>;
   }
 
+  /** Changes publication statuses with an updated_date `lateByMs` in the past (a late-visible change). */
+  setStatusLate(
+    id: number,
+    status: { client?: string; pwr?: string },
+    lateByMs: number,
+  ): Promise<Record<string, unknown>> {
+    return this.call('POST', `/_control/reviews/${id}/late-status`, { ...status, lateByMs }) as Promise<
+      Record<string, unknown>
+    >;
+  }
+
   /** Edits other fields; updated_date stays. */
   edit(id: number, fields: Record<string, unknown>): Promise<Record<string, unknown>> {
     return this.call('PATCH', `/_control/reviews/${id}`, fields) as Promise<Record<string, unknown>>;

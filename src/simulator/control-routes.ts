@@ -39,9 +39,13 @@ export async function handleControl(
 }
 
 function matchRoute(method: string, path: string, control: SimulatorControl): { route: Route; id: number } | null {
-  const review = /^\/_control\/reviews\/(\d+)(\/status|\/restore)?$/.exec(path);
+  const review = /^\/_control\/reviews\/(\d+)(\/status|\/late-status|\/restore)?$/.exec(path);
   if (review !== null) {
     const id = Number(review[1]);
+    if (review[2] === '/late-status')
+      return method === 'POST'
+        ? { id, route: (p) => ok(control.setStatusLate(p.id, statusOf(p.body), lateByOf(p.body))) }
+        : null;
     if (review[2] === '/restore')
       return method === 'POST' ? { id, route: (p) => noContent(() => control.restoreReview(p.id)) } : null;
     if (review[2] !== undefined)
@@ -94,6 +98,12 @@ function statusOf(body: unknown): { client?: string; pwr?: string } {
     if (value !== undefined && typeof value !== 'string') throw new BodyError(400, 'client and pwr must be strings');
   }
   return { client: client as string | undefined, pwr: pwr as string | undefined };
+}
+
+function lateByOf(body: unknown): number {
+  const { lateByMs } = objectOf(body);
+  if (typeof lateByMs !== 'number') throw new BodyError(400, 'lateByMs must be a number');
+  return lateByMs;
 }
 
 function kindsOf(body: unknown): PoisonKind[] | undefined {

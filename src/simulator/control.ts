@@ -9,6 +9,7 @@ export function createControl(state: SimulatorState): SimulatorControl {
   return {
     createReview: (fields) => state.store.create(fields),
     setStatus: (id, status) => state.store.setStatus(id, status),
+    setStatusLate: (id, status, lateByMs) => state.store.setStatus(id, status, lateByMs),
     edit: (id, fields) => state.store.edit(id, fields),
     get: (id) => state.store.get(id),
     setFaults: (faults) => state.faults.set(faults),

@@ -64,6 +64,7 @@ const OptionsSchema = z.strictObject({
   updatedDateComparison: z.enum(['gte', 'gt']),
   compression: z.enum(['when-asked', 'always', 'never']),
   clockSkewMs: z.number().int().min(-86_400_000).max(86_400_000),
+  dataClockOffsetMs: z.number().int().min(-86_400_000).max(86_400_000),
   faults: FaultsSchema.partial(),
 });
 
@@ -93,6 +94,7 @@ export const DEFAULT_OPTIONS: ResolvedOptions = {
   updatedDateComparison: 'gte',
   compression: 'when-asked',
   clockSkewMs: 0,
+  dataClockOffsetMs: 0,
   faults: {},
 };
 

@@ -17,8 +17,10 @@ export class SimulatorState {
   /** Aborted on close so that requests waiting out injected latency stop at once. */
   readonly closing = new AbortController();
   private bucket: TokenBucket | null = null;
-  /** The service's own clock (skewed on purpose in tests): review dates and the Date headers. */
+  /** The service's own clock (skewed on purpose in tests): what its Date headers say. */
   readonly now: () => number;
+  /** The clock of its data (dataClockOffsetMs from `now`): updated_date stamps. */
+  readonly dataNow: () => number;
 
   constructor(
     readonly options: ResolvedOptions,
@@ -26,7 +28,8 @@ export class SimulatorState {
     clock: () => number = Date.now,
   ) {
     this.now = () => clock() + options.clockSkewMs;
-    this.store = new ReviewStore(options.seed, options.reviewCount, this.now, options.listingOrder);
+    this.dataNow = () => clock() + options.clockSkewMs + options.dataClockOffsetMs;
+    this.store = new ReviewStore(options.seed, options.reviewCount, this.dataNow, options.listingOrder);
     this.tokens = new TokenRegistry(
       [
         { id: options.clientId, secret: options.clientSecret, scope: 'reviews' },

@@ -95,8 +95,14 @@ export class ReviewStore {
     return { ...record };
   }
 
-  /** Changes publication statuses and moves updated_date strictly forward; returns a copy. */
-  setStatus(id: number, change: StatusChange): SimRecord {
+  /**
+   * Changes publication statuses and moves updated_date strictly forward; returns a copy. With `lateByMs`, the new
+   * updated_date is that much before now (but still after the review's previous one): a late-visible change.
+   */
+  setStatus(id: number, change: StatusChange, lateByMs?: number): SimRecord {
+    if (lateByMs !== undefined && (!Number.isFinite(lateByMs) || lateByMs < 0)) {
+      throw new StoreError('invalid', 'lateByMs must be a non-negative number');
+    }
     const record = this.materialise(id);
     if (change.client === undefined && change.pwr === undefined) {
       throw new StoreError('invalid', 'a status change needs client and/or pwr');
@@ -108,9 +114,16 @@ export class ReviewStore {
     }
     if (change.client !== undefined) record.client_publication_status = change.client;
     if (change.pwr !== undefined) record.pwr_publication_status = change.pwr;
-    const stamp = this.changes.nextStamp(record.updated_date as number);
-    record.updated_date = stamp;
-    this.changes.append(id, stamp);
+    const previous = record.updated_date as number;
+    if (lateByMs === undefined) {
+      const stamp = this.changes.nextStamp(previous);
+      record.updated_date = stamp;
+      this.changes.append(id, stamp);
+    } else {
+      const stamp = this.changes.lateStamp(previous, Math.round(lateByMs));
+      record.updated_date = stamp;
+      this.changes.insert(id, stamp);
+    }
     return { ...record };
   }
 

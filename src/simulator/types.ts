@@ -100,6 +100,12 @@ export interface SimulatorOptions {
   compression?: 'when-asked' | 'always' | 'never';
   /** The simulated service's clock minus the real one (ms): its updated_date stamps and Date headers. Default 0. */
   clockSkewMs?: number;
+  /**
+   * The service's data clock minus its Date-header clock (ms): updated_date stamps of changes and creations run this
+   * far ahead (negative: behind) of what its Date headers say, as when an API gateway and the database keep
+   * different time. Default 0.
+   */
+  dataClockOffsetMs?: number;
   /** Initial faults; default none. */
   faults?: Partial<Faults>;
 }
@@ -124,6 +130,12 @@ export interface SimulatorControl {
   createReview(fields?: Partial<Record<string, unknown>>): Record<string, unknown>;
   /** Changes publication statuses and moves updated_date forward (strictly, even within one millisecond). */
   setStatus(id: number, status: { client?: string; pwr?: string }): Record<string, unknown>;
+  /**
+   * Changes publication statuses with an updated_date stamped `lateByMs` before the data clock's now (as a long
+   * transaction commits a stamp taken when it began), but still strictly after the review's previous one. The change
+   * is listed at once, so an incremental listing from before its stamp finds it.
+   */
+  setStatusLate(id: number, status: { client?: string; pwr?: string }, lateByMs: number): Record<string, unknown>;
   /** Edits other fields without moving updated_date (the change incremental polling cannot see). */
   edit(id: number, fields: Record<string, unknown>): Record<string, unknown>;
   /** The review as the listing would serve it (without faults), or null. */

@@ -30,14 +30,16 @@ export async function runIncrementalPoll(
   const covered = ckpt.watermark;
   // During the initial load a poll meets reviews the load has not reached yet: not late, only not loaded.
   const learns = ckpt.initialDone;
+  // Taken before this poll replaces the last one's paging time (poll-state.ts).
+  const lateBefore = ctx.polls.lateBefore(covered);
   const run = pipeline.open('incremental', epoch, {
     createdAsInitial: !ckpt.initialDone,
-    lateBefore: learns ? () => covered : undefined,
+    lateBefore: learns ? () => lateBefore : undefined,
   });
   try {
     const { summary, watermark } = await poll(ctx, run, source, covered, upstreamAt, signal);
     const now = ctx.clock();
-    if (learns) ctx.polls.lookback.observe(latenessOf(covered, [summary.oldestChange ?? Infinity]), now);
+    if (learns) ctx.polls.lookback.observe(latenessOf(lateBefore, [summary.oldestChange ?? Infinity]), now);
     ctx.metrics.setPollLookback(ctx.polls.lookback.current(now));
     ctx.metrics.pollRead(summary.reviews, summary.changes ?? 0);
     const overran = ctx.polls.committed(watermark, startedAt, now);

@@ -34,8 +34,17 @@ export class PollState {
    * that). Never earlier than the watermark less POLL_OVERLAP_MS, except for the paging time.
    */
   since(watermark: number, now: number): number {
-    const paging = this.lastDurationMs ?? Math.min(this.settings.ceilingMs, FIRST_POLL_ALLOWANCE_MS);
-    return Math.max(0, watermark - this.lookback.current(now) - paging);
+    return Math.max(0, watermark - this.lookback.current(now) - this.pagingAllowance());
+  }
+
+  /**
+   * The updated_date below which a change the next poll finds was late. Not the watermark itself: a change made
+   * while the last poll paged may sit up to its paging time behind that poll's watermark without having been late
+   * (the listing's order is not updated_date's), and counting it would teach the lookback twice the paging time,
+   * making each poll longer still under a sustained stream of changes.
+   */
+  lateBefore(watermark: number): number {
+    return watermark - this.pagingAllowance();
   }
 
   /**
@@ -44,6 +53,11 @@ export class PollState {
    */
   missedBefore(now: number): number | null {
     return this.covered === null ? null : this.covered - this.lookback.current(now) - (this.lastDurationMs ?? 0);
+  }
+
+  /** How long the last poll paged (ms); a leadership's first poll allows a predecessor's unknown paging. */
+  private pagingAllowance(): number {
+    return this.lastDurationMs ?? Math.min(this.settings.ceilingMs, FIRST_POLL_ALLOWANCE_MS);
   }
 
   /** A poll that began at `startedAt` committed watermark `covered` at `now`; resolves whether it overran. */

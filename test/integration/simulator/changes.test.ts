@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ReviewSchema } from '../../../src/core/review.js';
+import { SimulatorHttpControl } from '../../../src/simulator/control-client.js';
 import { list, sim, token, walk, type Envelope } from './helpers.js';
 
 // Spec, States and transitions: "when the publication status of a review changes, updated_date is set to the time
@@ -76,5 +77,38 @@ describe('changes seen through the listing', () => {
     expect(page.reviews[3]).toEqual(simulator.control.get(4));
     expect(simulator.control.get(11)).toBeNull();
     expect(simulator.control.get(0)).toBeNull();
+  });
+});
+
+describe('the data clock and late-visible changes', () => {
+  for (const offsetMs of [-300_000, 300_000]) {
+    it(`stamps changes and creations ${offsetMs / 60_000} min from its Date headers' clock`, async () => {
+      const simulator = await sim({ dataClockOffsetMs: offsetMs, clockSkewMs: 120_000 });
+      const accessToken = await token(simulator.url);
+      const changed = simulator.control.setStatus(9, { client: 'REJECTED' });
+      const created = simulator.control.createReview();
+      const answer = await list(simulator.url, accessToken, { updated_date: (changed.updated_date as number) - 1 });
+      // Date headers have a resolution of a second; the stamps follow the data clock, skewed from them by the offset.
+      const header = Date.parse(answer.headers.date as string);
+      for (const stamp of [changed.updated_date as number, created.updated_date as number]) {
+        expect(Math.abs(stamp - offsetMs - header)).toBeLessThan(3_000);
+      }
+      expect(Math.abs(header - 120_000 - Date.now())).toBeLessThan(3_000);
+      expect((answer.json() as Envelope).reviews.map((r) => r.id)).toEqual([9, created.id]);
+    });
+  }
+
+  it('lists a status change stamped in the past (over HTTP control) to a query from before its stamp', async () => {
+    const simulator = await sim();
+    const control = new SimulatorHttpControl(simulator.url);
+    const accessToken = await token(simulator.url);
+    const recent = simulator.control.setStatus(30, { client: 'REJECTED' });
+    const late = await control.setStatusLate(31, { client: 'REJECTED' }, 20_000);
+    expect(late.updated_date as number).toBeLessThan((recent.updated_date as number) - 15_000);
+    const since = (bound: number) =>
+      list(simulator.url, accessToken, { updated_date: bound }).then((a) => (a.json() as Envelope).reviews);
+    expect((await since((late.updated_date as number) - 1)).map((r) => r.id)).toEqual([30, 31]);
+    expect((await since((late.updated_date as number) + 1)).map((r) => r.id)).toEqual([30]);
+    await expect(control.setStatusLate(31, { client: 'APPROVED' }, -5)).rejects.toThrow(/lateByMs/);
   });
 });

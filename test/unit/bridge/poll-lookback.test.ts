@@ -11,6 +11,9 @@ const signal = new AbortController().signal;
 
 /** A source whose pages carry the upstream's time (its Date header) `skewMs` away from the data's clock. */
 class ClockedSource extends FakeSource {
+  /** Runs as each page is served (a test moves its clock: the poll pages that long). */
+  onPage: () => void = () => undefined;
+
   constructor(
     pages: Page[],
     public upstreamTime: number,
@@ -30,8 +33,12 @@ class ClockedSource extends FakeSource {
     const served = this.pagesToServe
       .map((p) => ({ ...p, reviews: p.reviews.filter((r) => r.updated_date >= since) }))
       .filter((p) => p.reviews.length > 0);
+    const onPage = () => this.onPage();
     return (async function* () {
-      yield* served;
+      for (const p of served) {
+        onPage();
+        yield p;
+      }
     })();
   }
 }
@@ -136,6 +143,26 @@ describe('polls on the data clock', () => {
     advance(500);
     await passes.incremental(1, signal);
     expect(source.requests[0]!.updatedSince).toBe(T + 2_000 - 1_600);
+  });
+
+  it('a change made while the last poll paged is not late: it neither counts nor grows the lookback', async () => {
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const { passes, metric, advance } = setup(source);
+    await passes.fullScan(1, signal);
+    // Polls that page for 800 ms; the first commits watermark T + 2000.
+    source.pagesToServe = [page([review(5, { updated_date: T + 2_000 })])];
+    source.onPage = () => advance(800);
+    await passes.incremental(1, signal);
+    // Review 6 changed while that poll paged, behind its cursor: 500 ms older than its watermark, not late.
+    source.pagesToServe = [page([review(6, { updated_date: T + 1_500 })])];
+    await passes.incremental(1, signal);
+    expect((await metric('late_changes_total', 'found_by="poll"')) ?? 0).toBe(0);
+    expect(await metric('poll_lookback_seconds')).toBe(1);
+    // One 700 ms older than the watermark less that paging time was late.
+    source.pagesToServe = [page([review(7, { updated_date: T + 2_000 - 800 - 700 })])];
+    await passes.incremental(1, signal);
+    expect(await metric('late_changes_total', 'found_by="poll"')).toBe(1);
+    expect(await metric('poll_lookback_seconds')).toBe(1.4);
   });
 
   it('a sweep counts the changes polls missed (older than what they covered), not the ones they had not reached yet', async () => {

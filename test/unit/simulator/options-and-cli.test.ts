@@ -22,6 +22,7 @@ describe('resolveOptions', () => {
     [{ faults: { truncateRate: 1.5 } }, 'faults.truncateRate'],
     [{ updatedDateUnit: 'us' as 'ms' }, 'updatedDateUnit'],
     [{ scopelessClientId: 'demo-client' }, 'scopelessClientId'],
+    [{ dataClockOffsetMs: 0.5 }, 'dataClockOffsetMs'],
   ])('names the bad setting: %o', (options, name) => {
     expect(() => resolveOptions(options)).toThrow(SimulatorConfigError);
     expect(() => resolveOptions(options)).toThrow(name);
@@ -52,6 +53,7 @@ describe('parseSimulatorArgs', () => {
         '500, 503',
         '--updated-date-unit',
         's',
+        '--data-clock-offset-ms=-300000',
       ]),
     ).toMatchObject({
       port: 8080,
@@ -60,6 +62,7 @@ describe('parseSimulatorArgs', () => {
       rateLimit: { rps: 5, status: 429, retryAfterSeconds: null },
       cursorPath: 'paging.next_page',
       updatedDateUnit: 's',
+      dataClockOffsetMs: -300000,
       faults: { errorRate: 0.1, errorStatuses: [500, 503] },
     });
   });

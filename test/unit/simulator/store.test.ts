@@ -53,6 +53,24 @@ describe('ReviewStore', () => {
     expect(second).toBeGreaterThanOrEqual(first);
   });
 
+  it("stamps a late change in the past, after the review's previous stamp, and lists it from an older bound", () => {
+    const clock = manualClock();
+    const store = new ReviewStore(1, 10, clock.now);
+    const early = store.setStatus(2, { client: 'APPROVED' }).updated_date as number;
+    clock.advance(60_000);
+    const recent = store.setStatus(3, { client: 'APPROVED' }).updated_date as number;
+    const late = store.setStatus(4, { client: 'REJECTED' }, 30_000).updated_date as number;
+    expect(late).toBe(clock.now() - 30_000);
+    // A poll that had covered up to `recent` from a bound before the late stamp finds it; one after it does not.
+    expect(drain(store, { limit: 2, minUpdated: late })).toEqual([3, 4]);
+    expect(drain(store, { limit: 2, minUpdated: late + 1 })).toEqual([3]);
+    expect(drain(store, { limit: 2, minUpdated: early })).toEqual([2, 3, 4]);
+    // Never at or before the review's own previous stamp, and later stamps keep following the clock.
+    expect(store.setStatus(3, { client: 'REJECTED' }, 120_000).updated_date).toBe(recent + 1);
+    expect(store.setStatus(5, { client: 'REJECTED' }).updated_date).toBe(clock.now());
+    expect(() => store.setStatus(5, { client: 'APPROVED' }, -1)).toThrow(StoreError);
+  });
+
   it('keeps updated_date on edits and refuses managed fields', () => {
     const store = new ReviewStore(1, 10);
     const before = store.get(2);
@@ -80,6 +98,12 @@ describe('ReviewStore', () => {
       }),
       fc.record({ kind: fc.constant('edit' as const), pick: fc.nat() }),
       fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 5 }) }),
+      fc.record({
+        kind: fc.constant('late' as const),
+        pick: fc.nat(),
+        status: fc.constantFrom('APPROVED', 'REJECTED'),
+        lateBy: fc.integer({ min: 0, max: 20 }),
+      }),
     );
     fc.assert(
       fc.property(
@@ -97,6 +121,7 @@ describe('ReviewStore', () => {
             else if (store.count() > 0) {
               const id = (o.pick % store.count()) + 1;
               if (o.kind === 'status') store.setStatus(id, { client: o.status });
+              else if (o.kind === 'late') store.setStatus(id, { client: o.status }, o.lateBy);
               else store.edit(id, { rating: 1 });
             }
           }

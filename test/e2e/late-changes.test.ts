@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import {
+  bridgeForTest,
+  eventually,
+  initialLoadDone,
+  pollsCommitted,
+  simulatorForTest,
+  sweepNow,
+  testEnv,
+  type TestBridge,
+} from '../helpers/bridge.js';
+import { readAll } from '../helpers/kafka.js';
+import type { Simulator } from '../../src/simulator/index.js';
+
+// Changes that become visible late (a long transaction commits a status change stamped when it began, after later
+// changes were already listed): their updated_date is older than the time polls had covered. Polls learn how late
+// changes arrive and look back twice the latest lateness seen (1 s at first); a change within that lookback is
+// delivered by the next poll, one beyond it (minutes late) by the next sweep, and both are counted in
+// reviews_bridge_late_changes_total by who found them. Lateness is set against the checkpoint's watermark (the
+// largest updated_date committed), which does not move while nothing else changes, so each change is exactly as late
+// as the test says.
+
+/** A counter or gauge of the bridge's registry, by metric name and one label (0 when absent). */
+async function metric(b: TestBridge, name: string, label = ''): Promise<number> {
+  const text = await b.app.metrics.registry.metrics();
+  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))) {
+    if ((m[1] ?? '').includes(label)) return Number(m[2]);
+  }
+  return 0;
+}
+
+/** The latest client status of each review on the status_changed topic (read_committed, from the beginning). */
+async function statuses(b: TestBridge): Promise<Map<number, string>> {
+  const finals = new Map<number, string>();
+  for (const m of await readAll([b.topics.statusChanged], { timeoutMs: 10_000 })) {
+    const event = JSON.parse(m.value) as { data: { review: { id: number; client_publication_status: string } } };
+    finals.set(event.data.review.id, event.data.review.client_publication_status);
+  }
+  return finals;
+}
+
+/** A bridge at default lookback settings (POLL_OVERLAP_MS 5 min) past its initial load, its watermark on now. */
+async function settledBridge(sim: Simulator): Promise<TestBridge> {
+  const env = testEnv(sim.url);
+  delete env.POLL_OVERLAP_MS;
+  const b = await bridgeForTest(env);
+  await initialLoadDone(b);
+  // One ordinary change brings the watermark (the data's clock) to now.
+  const stamp = sim.control.setStatus(1, { client: 'REJECTED' }).updated_date as number;
+  await eventually(
+    async () => (((await b.store.checkpoint()).watermark ?? 0) >= stamp ? true : undefined),
+    20_000,
+    'the watermark to reach the ordinary change',
+  );
+  return b;
+}
+
+/** A status change stamped `latenessMs` before the committed watermark; resolves its review's new status. */
+async function lateChange(sim: Simulator, b: TestBridge, id: number, latenessMs: number): Promise<string> {
+  const watermark = (await b.store.checkpoint()).watermark!;
+  // Always a real change: the other status than the one the review has.
+  const to = sim.control.get(id)?.client_publication_status === 'REJECTED' ? 'APPROVED' : 'REJECTED';
+  const review = sim.control.setStatusLate(id, { client: to }, Date.now() - (watermark - latenessMs));
+  expect(Math.abs((review.updated_date as number) - (watermark - latenessMs))).toBeLessThan(50);
+  return review.client_publication_status as string;
+}
+
+const late = 'reviews_bridge_late_changes_total';
+
+describe('late-visible changes', () => {
+  it('by seconds: delivered by polls as the lookback learns them, counted found_by=poll', async () => {
+    const sim = await simulatorForTest({ reviewCount: 300, seed: 38 });
+    const b = await settledBridge(sim);
+    const lookback = () => metric(b, 'reviews_bridge_poll_lookback_seconds');
+    let learned = await lookback();
+    expect(learned).toBe(1);
+    // Each change 0.9 times the lookback late, so within what the polls learned from the ones before (twice the
+    // latest lateness seen): the lookback grows with each.
+    const expected: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      expected.push(await lateChange(sim, b, 10 + i, Math.round(900 * learned)));
+      await eventually(
+        async () => ((await metric(b, late, 'found_by="poll"')) === i + 1 ? true : undefined),
+        20_000,
+        `late change ${i + 1} (${Math.round(900 * learned)} ms) found by a poll`,
+      );
+      // The lookback is set once the poll that found it has committed.
+      await pollsCommitted(b, 2);
+      const next = await lookback();
+      expect(next).toBeGreaterThanOrEqual(learned);
+      learned = next;
+    }
+    expect(learned).toBeGreaterThan(3);
+    const finals = await statuses(b);
+    for (const [i, status] of expected.entries()) expect(finals.get(10 + i)).toBe(status);
+    expect(await metric(b, late, 'found_by="sweep"')).toBe(0);
+  });
+
+  it('by minutes: beyond the lookback, delivered by the next sweep, counted found_by=sweep', async () => {
+    const sim = await simulatorForTest({ reviewCount: 300, seed: 39 });
+    const b = await settledBridge(sim);
+    const to = await lateChange(sim, b, 20, 120_000);
+    // Polls read from the watermark less about a second: they do not see it.
+    await pollsCommitted(b, 3);
+    expect((await statuses(b)).get(20)).toBeUndefined();
+    expect(await metric(b, late, 'found_by="poll"')).toBe(0);
+    await sweepNow(b);
+    expect((await statuses(b)).get(20)).toBe(to);
+    expect(await metric(b, late, 'found_by="sweep"')).toBe(1);
+    expect(await metric(b, 'reviews_bridge_poll_lookback_seconds')).toBe(1);
+  });
+});
