@@ -45,8 +45,11 @@ export class SimKafka {
   private readonly producers = new Map<string, { epoch: number; open: SimTxn | null }>();
   /** Sends fail while set (a broker refusing, a request timing out). */
   refuseSends: string | null = null;
-  /** The next commits lose their answer: true when the lost commit still lands, false when it does not. */
-  readonly lostCommits: boolean[] = [];
+  /**
+   * Commits lose their answer while set (and the next one does when `once`): `landed` says whether such a commit
+   * still lands or not.
+   */
+  loseCommits: { landed: boolean; once: boolean } | null = null;
 
   constructor(
     private readonly clock: () => number,
@@ -222,11 +225,13 @@ export class SimSink implements PassesSink {
     }
     const outcome = await this.world.step(this.actor, 'kafka commit', () => {
       if (!this.kafka.current(id, epoch)) return 'fenced' as const;
-      const lost = this.kafka.lostCommits.shift();
-      if (lost === undefined) {
+      const lose = this.kafka.loseCommits;
+      if (lose === null) {
         this.kafka.end(id, true);
         return 'committed' as const;
       }
+      if (lose.once) this.kafka.loseCommits = null;
+      const lost = lose.landed;
       // The answer is lost: the commit landed, or it stays open until the next session (or the timeout) aborts it.
       if (lost) this.kafka.end(id, true);
       this.world.note(`${this.actor.name}: a Kafka commit's answer was lost (${lost ? 'it landed' : 'it did not land'})`);

@@ -21,6 +21,7 @@ export const FAULT_CLASSES = [
   'redis-refuse-writes',
   'kafka-commit-lost',
   'foreign-deployment',
+  'zombie-init',
 ] as const;
 
 /** One fault class. */
@@ -30,7 +31,8 @@ export type FaultClass = (typeof FAULT_CLASSES)[number];
  * The classes today's main handles (the default). The others wait for fixes on their way (docs/testing.md):
  * redis-partial-loss and redis-refuse-writes for partial-loss detection and the write-refusal guard (issue 36 items
  * 3-4), kafka-commit-lost for the unresolved-commit guard across runs (item 5), foreign-deployment for deployment
- * identity in the changelog (item 1).
+ * identity in the changelog (item 1), zombie-init (a freeze holding a Kafka InitProducerId, which fences the new leader
+ * at the broker alone) for "a replica fenced by Kafka alone releases its lease" (item 5).
  */
 export const DEFAULT_FAULTS: readonly FaultClass[] = [
   'crash',
@@ -68,7 +70,7 @@ export type Fault =
   | { kind: 'redis-failover'; at: number; writes: number }
   | { kind: 'redis-refuse-writes'; at: number; ms: number; reply: 'oom' | 'readonly' }
   | { kind: 'kafka-send'; at: number; ms: number }
-  | { kind: 'kafka-commit-lost'; at: number; landed: boolean }
+  | { kind: 'kafka-commit-lost'; at: number; ms: number; landed: boolean }
   | { kind: 'compaction'; at: number }
   | { kind: 'upstream-fault'; at: number; ms: number; fault: 'throttled' | 'server' | 'network' };
 
@@ -117,7 +119,12 @@ function faultArb(kind: Fault['kind'], replicas: number): fc.Arbitrary<Fault> {
     case 'kafka-send':
       return fc.record({ kind: fc.constant('kafka-send' as const), at, ms: fc.integer({ min: 500, max: 20_000 }) });
     case 'kafka-commit-lost':
-      return fc.record({ kind: fc.constant('kafka-commit-lost' as const), at, landed: fc.boolean() });
+      return fc.record({
+        kind: fc.constant('kafka-commit-lost' as const),
+        at,
+        ms: fc.integer({ min: 0, max: 15_000 }),
+        landed: fc.boolean(),
+      });
     case 'compaction':
       return fc.record({ kind: fc.constant('compaction' as const), at });
     case 'upstream-fault':
@@ -141,6 +148,7 @@ const FAULT_KINDS: Record<FaultClass, Fault['kind'] | null> = {
   malformed: null,
   'clock-offset': null,
   'listing-order': null,
+  'zombie-init': null,
   'redis-partial-loss': 'redis-partial-loss',
   'redis-refuse-writes': 'redis-refuse-writes',
   'kafka-commit-lost': 'kafka-commit-lost',
@@ -169,12 +177,12 @@ export function planArb(enabled: ReadonlySet<FaultClass>): fc.Arbitrary<Plan> {
           pick: fc.nat(),
           lagMs: fc.integer({ min: 0, max: 3_000 }),
         }),
-        { minLength: 5, maxLength: 40 },
+        { minLength: 5, maxLength: 40, size: 'max' },
       ),
       faults:
         kinds.length === 0
           ? fc.constant([])
-          : fc.array(fc.constantFrom(...kinds).chain((k) => faultArb(k, replicas)), { minLength: 1, maxLength: 8 }),
+          : fc.array(fc.constantFrom(...kinds).chain((k) => faultArb(k, replicas)), { minLength: 1, maxLength: 8, size: 'max' }),
     }),
   );
 }

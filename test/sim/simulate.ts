@@ -82,7 +82,16 @@ export async function runSchedule(
   mutantName?: string,
 ): Promise<ScheduleOutcome> {
   const clock = new VirtualClock(START);
-  const world = new World(clock, scheduler, START);
+  const draw = seeded(plan.jitterSeed ^ 0x5eed);
+  const latency = (label: string): number => {
+    const [, system, what] = /^(\S+) ?(\S*)/.exec(label) ?? [];
+    if (system === 'redis') return 1 + Math.floor(draw() * 3);
+    if (system === 'upstream') return 100 + Math.floor(draw() * 500);
+    if (what === 'init') return 20 + Math.floor(draw() * 40);
+    return system === 'kafka' ? 5 + Math.floor(draw() * 20) : 0;
+  };
+  const world = new World(clock, scheduler, START, latency);
+  world.freezeHoldsInit = faults.has('zombie-init');
   const kafka = new SimKafka(() => clock.now(), Number(SIM_ENV.KAFKA_TRANSACTION_TIMEOUT_MS));
   const redis = new SimRedisServer(() => clock.now());
   const wrappers: PortWrappers = mutantName ? mutant(mutantName).wrappers : {};
@@ -205,7 +214,11 @@ export async function runSchedule(
           clock.at(clock.now() + f.ms, () => (kafka.refuseSends = null));
           return;
         case 'kafka-commit-lost':
-          kafka.lostCommits.push(f.landed);
+          // The next commit loses its answer, and every one within the window.
+          kafka.loseCommits = { landed: f.landed, once: f.ms === 0 };
+          clock.at(clock.now() + f.ms, () => {
+            if (kafka.loseCommits?.once === false) kafka.loseCommits = null;
+          });
           return;
         case 'compaction':
           world.note(`compaction removed ${kafka.compact(main.config.kafka.topics.changelog)} record(s)`);
@@ -221,7 +234,7 @@ export async function runSchedule(
   clock.at(START + FAULT_PHASE_MS, () => {
     redis.refuseWrites = null;
     kafka.refuseSends = null;
-    kafka.lostCommits.length = 0;
+    kafka.loseCommits = null;
     upstream.fault = null;
     world.note('faults end');
   });
@@ -272,15 +285,15 @@ export interface ScheduleResult extends ScheduleOutcome {
 /** Runs the schedule of `seed` (fast-check draws the plan and the scheduler from it); no shrinking. */
 export async function runSeed(seed: number, options: SimulationOptions = {}): Promise<ScheduleResult> {
   const faults = faultsOf(options);
-  let outcome: ScheduleOutcome | null = null;
+  let outcome = null as ScheduleOutcome | null;
   const details = await fc.check(
     fc.asyncProperty(fc.scheduler(), planArb(faults), async (s, plan) => {
       outcome = await runSchedule(s, plan, faults, options.mutant);
       return outcome.violation === null;
     }),
-    { seed, numRuns: 1, endOnFailure: true, baseSize: 'large' },
+    { seed, numRuns: 1, endOnFailure: true },
   );
-  if (!outcome) throw new Error(`schedule ${seed} did not run: ${String(details.errorInstance ?? details.error)}`, { cause: details.errorInstance });
+  if (!outcome) throw new Error(`schedule ${seed} did not run: ${String(details.errorInstance)}`, { cause: details.errorInstance });
   return { ...outcome!, seed };
 }
 

@@ -33,11 +33,18 @@ export class World {
   readonly trace: TraceLine[] = [];
   /** Set by the driver once the schedule is over: late steps of frozen or abandoned work do nothing. */
   over = false;
+  /**
+   * Whether a freeze holds a Kafka InitProducerId in flight (sent after the pause, it fences the leader that took
+   * over meanwhile at the broker alone: issue 36's "fenced by Kafka alone"); off, the request goes out first.
+   */
+  freezeHoldsInit = true;
 
   constructor(
     readonly clock: VirtualClock,
     readonly scheduler: Scheduler,
     readonly start: number,
+    /** The virtual time a step of this label takes (a round trip), drawn from the schedule's seed. */
+    private readonly latency: (label: string) => number = () => 0,
     private readonly traceLimit = 400,
   ) {}
 
@@ -53,10 +60,14 @@ export class World {
    */
   async step<T>(actor: Actor, label: string, effect: () => T): Promise<T> {
     if (actor.crashed) return NEVER;
-    while (this.clock.now() < actor.frozenUntil) await this.clock.sleep(actor.frozenUntil - this.clock.now());
+    // The round trip takes time: a sweep's pages take seconds, so polls fall due between them as in production.
+    const ms = this.latency(label);
+    if (ms > 0) await this.clock.sleep(ms);
+    const holds = this.freezeHoldsInit || label !== 'kafka init';
+    while (holds && this.clock.now() < actor.frozenUntil) await this.clock.sleep(actor.frozenUntil - this.clock.now());
     await this.scheduler.schedule(Promise.resolve(), `${actor.name} ${label}`);
     if (actor.crashed || this.over) return NEVER;
-    while (this.clock.now() < actor.frozenUntil) await this.clock.sleep(actor.frozenUntil - this.clock.now());
+    while (holds && this.clock.now() < actor.frozenUntil) await this.clock.sleep(actor.frozenUntil - this.clock.now());
     if (actor.crashed) return NEVER;
     actor.steps += 1;
     const crash = actor.crashAt !== null && actor.steps >= actor.crashAt.step ? actor.crashAt : null;
