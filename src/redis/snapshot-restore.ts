@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ChangelogCheckpoint } from '../core/changelog.js';
 import { encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
 import { checkpointPairs } from './checkpoint-store.js';
@@ -6,10 +7,16 @@ import { runCommit } from './snapshot-entries.js';
 import { bucketOf, fieldOf } from './store-common.js';
 
 // A restore of one account's snapshot from the Kafka changelog: clear it, write the restored entries (unfenced,
-// in bounded pipelines), then finish fenced with the changelog's checkpoint and the epoch floor.
+// in bounded pipelines), then finish fenced with the changelog's checkpoint and the epoch floor. Each pipeline of
+// entries ends with a new restore token in the checkpoint, and the finish requires the last one: Redis applies (and
+// replicates) one connection's writes in order, so a failover that lost any restored entry lost that token too, and
+// the finish fails (SnapshotLostError: restore again) instead of vouching for entries Redis no longer holds.
 
 /** Writes a restored snapshot of one account. */
 export class SnapshotRestore {
+  /** The restore token the last pipeline of entries wrote (null: none since the last finish). */
+  private token: { id: string; n: number } | null = null;
+
   constructor(
     private readonly redis: BridgeRedis,
     private readonly keys: AccountKeys,
@@ -17,6 +24,7 @@ export class SnapshotRestore {
 
   /** Removes the account's snapshot (entries, count, checkpoint) before a full restore; leases and requests stay. */
   async clearForRestore(): Promise<void> {
+    this.token = null;
     const keys: string[] = [this.keys.checkpoint, this.keys.count];
     for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) keys.push(...found);
     for (let i = 0; i < keys.length; i += 500) await this.redis.unlink(...keys.slice(i, i + 500));
@@ -32,6 +40,8 @@ export class SnapshotRestore {
         if (entry) pipeline.hset(key, fieldOf(id), encodeEntry(entry));
         else pipeline.hdel(key, fieldOf(id));
       }
+      const token = (this.token = { id: this.token?.id ?? randomUUID(), n: (this.token?.n ?? 0) + 1 });
+      pipeline.hset(this.keys.checkpoint, 'restore_token', `${token.id}:${token.n}`);
       const results = (await pipeline.exec()) ?? [];
       for (const [err] of results) if (err) throw err;
     }
@@ -60,6 +70,8 @@ export class SnapshotRestore {
       deferredReason: ckpt.deferredReason,
     });
     pairs.push('txn', String(ckpt.txn), 'kafka_cluster', cluster);
+    if (this.token) pairs.push('expect_restore', `${this.token.id}:${this.token.n}`, 'restore_token', '');
+    this.token = null;
     for (const [partition, offset] of Object.entries(offsets)) pairs.push(`clo:${partition}`, String(offset));
     await runCommit(this.redis, this.keys, epoch, pairs, [], []);
     if (epoch > ckpt.epoch) return true;

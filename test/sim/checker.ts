@@ -38,7 +38,13 @@ interface SeenEvent {
 }
 
 // The fields compared with the upstream's versions (the default field policy publishes them as they are).
-const COMPARED = ['client_publication_status', 'pwr_publication_status', 'updated_date', 'headline', 'helpful_votes'] as const;
+const COMPARED = [
+  'client_publication_status',
+  'pwr_publication_status',
+  'updated_date',
+  'headline',
+  'helpful_votes',
+] as const;
 
 function sameVersion(event: Partial<Review>, version: Review): boolean {
   return COMPARED.every((f) => !(f in event) || event[f] === version[f]);
@@ -68,7 +74,13 @@ export function checkDeployment(
   const events: SeenEvent[] = [];
   for (const topic of topics) {
     for (const r of kafka.committed(topic)) {
-      const e = JSON.parse(String(r.value)) as { id: string; type: string; subject: string; sequence: number; data?: SeenEvent['data'] };
+      const e = JSON.parse(String(r.value)) as {
+        id: string;
+        type: string;
+        subject: string;
+        sequence: number;
+        data?: SeenEvent['data'];
+      };
       events.push({ id: e.id, type: e.type, review: Number(e.subject), sequence: e.sequence, data: e.data, at: r.seq });
     }
   }
@@ -78,7 +90,8 @@ export function checkDeployment(
 
   const ids = new Map<string, SeenEvent>();
   for (const e of events) {
-    if (ids.has(e.id)) return v('no id twice', `${e.type} of review ${e.review} seq ${e.sequence} (id ${e.id}) read twice`);
+    if (ids.has(e.id))
+      return v('no id twice', `${e.type} of review ${e.review} seq ${e.sequence} (id ${e.id}) read twice`);
     ids.set(e.id, e);
   }
   const bySeq = new Map<string, SeenEvent>();
@@ -86,7 +99,10 @@ export function checkDeployment(
     const k = `${e.review}/${e.sequence}`;
     const other = bySeq.get(k);
     if (other)
-      return v('no conflicting ids', `review ${e.review} seq ${e.sequence}: ${other.type} and ${e.type} with different ids`);
+      return v(
+        'no conflicting ids',
+        `review ${e.review} seq ${e.sequence}: ${other.type} and ${e.type} with different ids`,
+      );
     bySeq.set(k, e);
   }
   for (const e of events) {
@@ -94,7 +110,10 @@ export function checkDeployment(
     const versions = upstream.history.get(e.review) ?? [];
     const review = e.data?.review;
     if (!review || !versions.some((ver) => sameVersion(review, ver)))
-      return v('nothing invented', `${e.type} of review ${e.review} seq ${e.sequence} carries ${describe(review)}, a version the upstream never had`);
+      return v(
+        'nothing invented',
+        `${e.type} of review ${e.review} seq ${e.sequence} carries ${describe(review)}, a version the upstream never had`,
+      );
   }
   const perReview = new Map<number, SeenEvent[]>();
   for (const e of events) {
@@ -106,31 +125,46 @@ export function checkDeployment(
   for (const [review, list] of perReview) {
     const created = list.filter((e) => e.type === 'review.created');
     if (created.length > 1)
-      return v('no second review.created', `review ${review}: review.created at seq ${created.map((e) => e.sequence).join(' and ')}`);
+      return v(
+        'no second review.created',
+        `review ${review}: review.created at seq ${created.map((e) => e.sequence).join(' and ')}`,
+      );
   }
   for (const [review, list] of perReview) {
     let expected = 1;
     for (const e of list) {
       if (e.sequence !== expected)
-        return v('sequence without gaps or restarts', `review ${review}: seq ${e.sequence} (${e.type}) read where ${expected} was due (${list.map((x) => x.sequence).join(',')})`);
+        return v(
+          'sequence without gaps or restarts',
+          `review ${review}: seq ${e.sequence} (${e.type}) read where ${expected} was due (${list.map((x) => x.sequence).join(',')})`,
+        );
       expected += 1;
     }
   }
   for (const [review, list] of perReview) {
     const deletion = list.find((e) => e.type === 'review.deleted');
     if (deletion && !upstream.deleted.has(review))
-      return v('deletions only of reviews gone upstream', `review ${review} deleted at seq ${deletion.sequence} but still listed upstream`);
+      return v(
+        'deletions only of reviews gone upstream',
+        `review ${review} deleted at seq ${deletion.sequence} but still listed upstream`,
+      );
   }
   for (const [id, review] of upstream.reviews) {
     const list = perReview.get(id);
     const last = list?.at(-1);
     if (!last || last.type === 'review.deleted' || !last.data?.review || !sameVersion(last.data.review, review))
-      return v('every final state reached', `review ${id}: the feed ends at ${last ? `${last.type} seq ${last.sequence} with ${describe(last.data?.review)}` : 'nothing'}, the upstream holds ${describe(review)}`);
+      return v(
+        'every final state reached',
+        `review ${id}: the feed ends at ${last ? `${last.type} seq ${last.sequence} with ${describe(last.data?.review)}` : 'nothing'}, the upstream holds ${describe(review)}`,
+      );
   }
   for (const id of upstream.deleted) {
     const list = perReview.get(id);
     if (list && list.at(-1)!.type !== 'review.deleted')
-      return v('every final state reached', `review ${id} is gone upstream and the feed has no review.deleted after seq ${list.at(-1)!.sequence}`);
+      return v(
+        'every final state reached',
+        `review ${id} is gone upstream and the feed has no review.deleted after seq ${list.at(-1)!.sequence}`,
+      );
   }
   return null;
 }

@@ -19,7 +19,10 @@ function usage(): never {
 
 function faultList(spec: string | undefined): FaultClass[] | undefined {
   if (spec === undefined) return undefined;
-  const items = spec.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const known = (name: string): FaultClass => {
     if (!(FAULT_CLASSES as readonly string[]).includes(name)) {
       console.error(`unknown fault class ${name}`);
@@ -29,7 +32,10 @@ function faultList(spec: string | undefined): FaultClass[] | undefined {
   };
   if (items.every((i) => i.startsWith('+') || i.startsWith('-'))) {
     const set = new Set<FaultClass>(DEFAULT_FAULTS);
-    for (const i of items) (i.startsWith('+') ? set.add(known(i.slice(1))) : set.delete(known(i.slice(1))));
+    for (const i of items) {
+      if (i.startsWith('+')) set.add(known(i.slice(1)));
+      else set.delete(known(i.slice(1)));
+    }
     return [...set];
   }
   return items.map(known);

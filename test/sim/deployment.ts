@@ -94,6 +94,7 @@ export class Deployment {
   start(slot: number): Replica {
     const { config, world } = this;
     const actor = new Actor(`${this.name}/r${slot}#${++this.restarts}`);
+    const logger = this.logger.child({ replica: actor.name });
     const client = new SimRedisClient(world, actor, this.redis).asBridgeRedis();
     const keys = accountKeys(config.redis.keyPrefix, config.account);
     const store = new SnapshotStore(client, keys);
@@ -102,46 +103,43 @@ export class Deployment {
     const sleep = world.sleeper(actor);
     const lease = new Lease(client, keys, config.lease.ttlMs, clock, actor.name);
     const metrics = (sharedMetrics ??= new BridgeMetrics({ account: 'sim', processMetrics: false }));
-    const encoder = new RecordEncoder(config.kafka, config.account, config.privacy, this.logger);
-    const leadership = new LazyPasses(
-      () => {
-        const simSink = new SimSink(world, actor, this.kafka, encoder, {
-          transactionalId: config.kafka.transactionalId,
-          changelogTopic: config.kafka.topics.changelog,
-          keyPrefix: config.kafka.keyPrefix ?? '',
-        });
-        const sink = this.wrappers.sink ? this.wrappers.sink(simSink, world) : simSink;
-        const source = new SimSource(world, actor, this.upstream);
-        // As passesFromConfig (src/app/account.ts) builds them, with the world's clock.
-        const passes = new Passes(
-          {
-            snapshot,
-            sink,
-            metrics,
-            logger: this.logger,
-            eventSource: config.eventSource,
-            initialLoadMode: config.initialLoadMode,
-            fingerprintKey: () => keySource.get(),
-            clock,
-          },
-          source,
-          {
-            overlapMs: config.poll.overlapMs,
-            metrics,
-            deleteMaxFraction: config.deletion.enabled ? config.deletion.maxFraction : null,
-            account: config.account,
-            keySource,
-          },
-        );
-        return { passes, connect: async () => undefined, close: async () => undefined };
-      },
-      this.logger,
-    );
+    const encoder = new RecordEncoder(config.kafka, config.account, config.privacy, logger);
+    const leadership = new LazyPasses(() => {
+      const simSink = new SimSink(world, actor, this.kafka, encoder, {
+        transactionalId: config.kafka.transactionalId,
+        changelogTopic: config.kafka.topics.changelog,
+        keyPrefix: config.kafka.keyPrefix ?? '',
+      });
+      const sink = this.wrappers.sink ? this.wrappers.sink(simSink, world) : simSink;
+      const source = new SimSource(world, actor, this.upstream);
+      // As passesFromConfig (src/app/account.ts) builds them, with the world's clock.
+      const passes = new Passes(
+        {
+          snapshot,
+          sink,
+          metrics,
+          logger: logger,
+          eventSource: config.eventSource,
+          initialLoadMode: config.initialLoadMode,
+          fingerprintKey: () => keySource.get(),
+          clock,
+        },
+        source,
+        {
+          overlapMs: config.poll.overlapMs,
+          metrics,
+          deleteMaxFraction: config.deletion.enabled ? config.deletion.maxFraction : null,
+          account: config.account,
+          keySource,
+        },
+      );
+      return { passes, connect: async () => undefined, close: async () => undefined };
+    }, logger);
     const loop = new BridgeLoop({
       passes: leadership,
       lease,
       metrics,
-      logger: this.logger,
+      logger: logger,
       timing: {
         pollIntervalMs: config.poll.intervalMs,
         heartbeatIntervalMs: 0,

@@ -228,13 +228,16 @@ export class SimSink implements PassesSink {
       const lose = this.kafka.loseCommits;
       if (lose === null) {
         this.kafka.end(id, true);
+        if (process.env.SIM_LOG) this.world.note(`${this.actor.name} committed ${describeRecords(outgoing)}`);
         return 'committed' as const;
       }
       if (lose.once) this.kafka.loseCommits = null;
       const lost = lose.landed;
       // The answer is lost: the commit landed, or it stays open until the next session (or the timeout) aborts it.
       if (lost) this.kafka.end(id, true);
-      this.world.note(`${this.actor.name}: a Kafka commit's answer was lost (${lost ? 'it landed' : 'it did not land'})`);
+      this.world.note(
+        `${this.actor.name}: a Kafka commit's answer was lost (${lost ? 'it landed' : 'it did not land'})`,
+      );
       return 'lost' as const;
     });
     if (outcome === 'fenced') return this.fence();
@@ -274,7 +277,9 @@ export class SimSink implements PassesSink {
     const records = await this.world.step(this.actor, 'kafka fetch', () =>
       this.kafka
         .committed(topic)
-        .filter((r) => r.offset >= start && r.offset < end && r.key !== null && r.key.startsWith(this.options.keyPrefix))
+        .filter(
+          (r) => r.offset >= start && r.offset < end && r.key !== null && r.key.startsWith(this.options.keyPrefix),
+        )
         .map((r) => ({
           key: r.key!.slice(this.options.keyPrefix.length),
           value: r.value === null ? null : Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value),
@@ -288,4 +293,19 @@ export class SimSink implements PassesSink {
     }
     return { 0: end };
   }
+}
+
+// The events and changelog transaction of a commit, briefly (SIM_LOG traces).
+function describeRecords(outgoing: readonly Outgoing[]): string {
+  const parts: string[] = [];
+  for (const o of outgoing) {
+    const value = o.message.value;
+    if (o.message.headers?.[CHANGELOG_TXN_HEADER] !== undefined && o.message.key === 'checkpoint') {
+      parts.push(`txn ${String(o.message.headers[CHANGELOG_TXN_HEADER])}`);
+    } else if (typeof value === 'string' && value.startsWith('{"specversion"')) {
+      const e = JSON.parse(value) as { type: string; subject: string; sequence: number };
+      parts.push(`${e.type.slice(7)}:${e.subject}#${e.sequence}`);
+    }
+  }
+  return parts.join(' ');
 }

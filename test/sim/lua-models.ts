@@ -76,6 +76,10 @@ export function commitScript(data: ScriptData, keys: string[], argv: Arg[]): num
       if (txn !== expected) {
         throw new ScriptErrorReply(`LOST: Redis holds changelog transaction ${txn}, expected ${expected}`);
       }
+    } else if (str(argv[i]!) === 'expect_restore') {
+      if (hash(data, keys[1]!, false)?.get('restore_token')?.toString('utf8') !== str(argv[i + 1]!)) {
+        throw new ScriptErrorReply('LOST: Redis lost writes of the restore it was to finish');
+      }
     }
   }
   let added = 0;
@@ -90,7 +94,7 @@ export function commitScript(data: ScriptData, keys: string[], argv: Arg[]): num
   for (let i = 2; i < firstEntry; i += 2) {
     const field = str(argv[i]!);
     const value = str(argv[i + 1]!);
-    if (field === 'expect_txn') continue;
+    if (field === 'expect_txn' || field === 'expect_restore') continue;
     if (value === '') hdel(data, keys[1]!, field);
     else if (field === 'watermark') {
       const old = Number(hash(data, keys[1]!, false)?.get(field)?.toString('utf8') ?? '-1');

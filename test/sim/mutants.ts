@@ -17,7 +17,8 @@ export interface Mutant {
 /** The mutants by name. */
 export const MUTANTS: Record<string, Mutant> = {
   'unresolved-commit': {
-    description: 'the committer forgets a commit whose outcome is unknown (treats it as failed, derives the page again)',
+    description:
+      'the committer forgets a commit whose outcome is unknown (treats it as failed, derives the page again)',
     faults: ['kafka-commit-lost'],
     wrappers: {
       sink: (sink) => forgetUnknownCommits(sink),
@@ -47,7 +48,8 @@ function forgetUnknownCommits(sink: PassesSink): PassesSink {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (prop === 'publish' || prop === 'publishDeletions') {
-        return (...args: unknown[]) => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args).catch(forget);
+        return (...args: unknown[]) =>
+          (value as (...a: unknown[]) => Promise<unknown>).apply(target, args).catch(forget);
       }
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
@@ -65,7 +67,8 @@ function lostBucketsAsEmpty(store: PassesSnapshot): PassesSnapshot {
           try {
             return await target.read(ids, epoch, minTxn);
           } catch (err) {
-            if (!(err instanceof SnapshotLostError) || /account keys are gone|changelog transaction/.test(err.message)) throw err;
+            if (!(err instanceof SnapshotLostError) || /account keys are gone|changelog transaction/.test(err.message))
+              throw err;
             return target.read(ids);
           }
         };

@@ -102,11 +102,20 @@ function faultArb(kind: Fault['kind'], replicas: number): fc.Arbitrary<Fault> {
         downMs: fc.integer({ min: 0, max: 30_000 }),
       });
     case 'freeze':
-      return fc.record({ kind: fc.constant('freeze' as const), at, replica, ms: fc.integer({ min: 2_000, max: 40_000 }) });
+      return fc.record({
+        kind: fc.constant('freeze' as const),
+        at,
+        replica,
+        ms: fc.integer({ min: 2_000, max: 40_000 }),
+      });
     case 'redis-flush':
       return fc.record({ kind: fc.constant('redis-flush' as const), at });
     case 'redis-partial-loss':
-      return fc.record({ kind: fc.constant('redis-partial-loss' as const), at, share: fc.double({ min: 0.2, max: 0.8, noNaN: true }) });
+      return fc.record({
+        kind: fc.constant('redis-partial-loss' as const),
+        at,
+        share: fc.double({ min: 0.2, max: 0.8, noNaN: true }),
+      });
     case 'redis-failover':
       return fc.record({ kind: fc.constant('redis-failover' as const), at, writes: fc.integer({ min: 1, max: 4 }) });
     case 'redis-refuse-writes':
@@ -182,7 +191,10 @@ export function planArb(enabled: ReadonlySet<FaultClass>): fc.Arbitrary<Plan> {
       faults:
         kinds.length === 0
           ? fc.constant([])
-          : fc.array(fc.constantFrom(...kinds).chain((k) => faultArb(k, replicas)), { minLength: 1, maxLength: 8, size: 'max' }),
+          : fc.array(
+              fc.constantFrom(...kinds).chain((k) => faultArb(k, replicas)),
+              { minLength: 1, maxLength: 8, size: 'max' },
+            ),
     }),
   );
 }

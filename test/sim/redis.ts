@@ -144,7 +144,9 @@ export class SimRedisServer implements ScriptData {
       case 'hlen':
         return this.hash(s(0), false)?.size ?? 0;
       case 'hgetall':
-        return Object.fromEntries([...(this.hash(s(0), false) ?? new Map<string, Buffer>())].map(([f, v]) => [f, v.toString('utf8')]));
+        return Object.fromEntries(
+          [...(this.hash(s(0), false) ?? new Map<string, Buffer>())].map(([f, v]) => [f, v.toString('utf8')]),
+        );
       case 'hgetallBuffer':
         return Object.fromEntries([...(this.hash(s(0), false) ?? new Map<string, Buffer>())]);
       case 'hmgetBuffer': {
@@ -189,7 +191,8 @@ export class SimRedisServer implements ScriptData {
   private hash(key: string, create: boolean): Map<string, Buffer> | null {
     const v = this.get(key);
     if (v) {
-      if (v.t !== 'hash') throw new ScriptErrorReply('WRONGTYPE Operation against a key holding the wrong kind of value');
+      if (v.t !== 'hash')
+        throw new ScriptErrorReply('WRONGTYPE Operation against a key holding the wrong kind of value');
       return v.v;
     }
     if (!create) return null;
@@ -272,7 +275,8 @@ export class SimRedisClient {
     return new Proxy(this, {
       get: (target, prop, receiver) => {
         if (prop in target || typeof prop !== 'string' || prop === 'then') return Reflect.get(target, prop, receiver);
-        return (...args: unknown[]) => target.world.step(target.actor, `redis ${prop}`, () => target.server.run(prop, args));
+        return (...args: unknown[]) =>
+          target.world.step(target.actor, `redis ${prop}`, () => target.server.run(prop, args));
       },
     });
   }

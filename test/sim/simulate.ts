@@ -99,7 +99,16 @@ export async function runSchedule(
 
   const upstream = new SimUpstream(world, plan.order, plan.pageSize, plan.clockOffsetMs);
   initialReviews(upstream, plan.reviews, 1);
-  const main = new Deployment('main', world, redis, kafka, upstream, { BRIDGE_ACCOUNT: 'acct', UPSTREAM_PAGE_SIZE: String(plan.pageSize) }, wrappers, random);
+  const main = new Deployment(
+    'main',
+    world,
+    redis,
+    kafka,
+    upstream,
+    { BRIDGE_ACCOUNT: 'acct', UPSTREAM_PAGE_SIZE: String(plan.pageSize) },
+    wrappers,
+    random,
+  );
   const deployments = [main];
   let mainStart = 0;
   if (faults.has('foreign-deployment')) {
@@ -107,18 +116,27 @@ export async function runSchedule(
     // the default changelog topic. It starts first, so that the changelog holds its records when ours starts.
     const otherUpstream = new SimUpstream(world, 'id-asc', 5, 0);
     initialReviews(otherUpstream, 12, 5);
-    const other = new Deployment('other', world, redis, kafka, otherUpstream, {
-      BRIDGE_ACCOUNT: 'other',
-      REDIS_KEY_PREFIX: 'other',
-      EVENT_SOURCE: 'urn:reviews-bridge:other',
-      KAFKA_TOPIC_CREATED: 'other.review.created',
-      KAFKA_TOPIC_STATUS_CHANGED: 'other.review.status_changed',
-      KAFKA_TOPIC_UPDATED: 'other.review.updated',
-      KAFKA_TOPIC_DELETED: 'other.review.deleted',
-      KAFKA_TOPIC_STATE: 'other.review.state',
-      KAFKA_TOPIC_DEAD_LETTER: 'other.review.dead-letter',
-      KAFKA_TOPIC_HEARTBEAT: 'other.review.heartbeat',
-    }, {}, random);
+    const other = new Deployment(
+      'other',
+      world,
+      redis,
+      kafka,
+      otherUpstream,
+      {
+        BRIDGE_ACCOUNT: 'other',
+        REDIS_KEY_PREFIX: 'other',
+        EVENT_SOURCE: 'urn:reviews-bridge:other',
+        KAFKA_TOPIC_CREATED: 'other.review.created',
+        KAFKA_TOPIC_STATUS_CHANGED: 'other.review.status_changed',
+        KAFKA_TOPIC_UPDATED: 'other.review.updated',
+        KAFKA_TOPIC_DELETED: 'other.review.deleted',
+        KAFKA_TOPIC_STATE: 'other.review.state',
+        KAFKA_TOPIC_DEAD_LETTER: 'other.review.dead-letter',
+        KAFKA_TOPIC_HEARTBEAT: 'other.review.heartbeat',
+      },
+      {},
+      random,
+    );
     deployments.push(other);
     other.start(0);
     mainStart = 20_000;
@@ -155,7 +173,17 @@ export async function runSchedule(
           break;
         case 'create': {
           const nid = 5_000 + ++created * 53;
-          upstream.put({ id: nid, updated_date: now, client_publication_status: 'PENDING', pwr_publication_status: 'PENDING', headline: `review ${nid}`, helpful_votes: 0 }, visibleAt);
+          upstream.put(
+            {
+              id: nid,
+              updated_date: now,
+              client_publication_status: 'PENDING',
+              pwr_publication_status: 'PENDING',
+              headline: `review ${nid}`,
+              helpful_votes: 0,
+            },
+            visibleAt,
+          );
           break;
         }
         case 'delete':
@@ -165,7 +193,11 @@ export async function runSchedule(
         case 'malformed': {
           const mid = 900_000 + ++malformed;
           const unreadable = change.pick % 2 === 1;
-          upstream.malformed.set(mid, { id: mid, raw: unreadable ? `<not json ${mid}>` : { id: mid, rating: 'x' }, reason: unreadable ? 'malformed' : 'schema' });
+          upstream.malformed.set(mid, {
+            id: mid,
+            raw: unreadable ? `<not json ${mid}>` : { id: mid, rating: 'x' },
+            reason: unreadable ? 'malformed' : 'schema',
+          });
           clock.at(clock.now() + 20_000, () => upstream.malformed.delete(mid));
           break;
         }
@@ -206,7 +238,10 @@ export async function runSchedule(
           world.note(`failover lost ${redis.failover(f.writes)} write(s)`);
           return;
         case 'redis-refuse-writes':
-          redis.refuseWrites = f.reply === 'oom' ? "OOM command not allowed when used memory > 'maxmemory'." : "READONLY You can't write against a read only replica.";
+          redis.refuseWrites =
+            f.reply === 'oom'
+              ? "OOM command not allowed when used memory > 'maxmemory'."
+              : "READONLY You can't write against a read only replica.";
           clock.at(clock.now() + f.ms, () => (redis.refuseWrites = null));
           return;
         case 'kafka-send':
@@ -271,7 +306,11 @@ export async function runSchedule(
 
   const stats: CheckStats = { events: 0, reviews: 0 };
   let violation: Violation | null = livelock
-    ? { deployment: 'main', property: 'every final state reached', detail: `no end after ${STEP_LIMIT} steps (a livelock)` }
+    ? {
+        deployment: 'main',
+        property: 'every final state reached',
+        detail: `no end after ${STEP_LIMIT} steps (a livelock)`,
+      }
     : null;
   for (const d of deployments) violation ??= checkDeployment(d.name, d.config, kafka, d.upstream, stats);
   return { violation, plan, trace: world.trace, steps, stats };
@@ -293,7 +332,8 @@ export async function runSeed(seed: number, options: SimulationOptions = {}): Pr
     }),
     { seed, numRuns: 1, endOnFailure: true },
   );
-  if (!outcome) throw new Error(`schedule ${seed} did not run: ${String(details.errorInstance)}`, { cause: details.errorInstance });
+  if (!outcome)
+    throw new Error(`schedule ${seed} did not run: ${String(details.errorInstance)}`, { cause: details.errorInstance });
   return { ...outcome!, seed };
 }
 

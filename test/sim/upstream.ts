@@ -114,7 +114,13 @@ export class SimUpstream {
     taken.forEach((row, position) => {
       if ('raw' in row.record) {
         const m = row.record as Malformed;
-        rejects.push({ id: m.reason === 'malformed' ? null : String(m.id), reason: m.reason, detail: 'rating:invalid_type', raw: m.raw, position });
+        rejects.push({
+          id: m.reason === 'malformed' ? null : String(m.id),
+          reason: m.reason,
+          detail: 'rating:invalid_type',
+          raw: m.raw,
+          position,
+        });
       } else reviews.push(structuredClone(row.record));
     });
     const upstreamAt = this.now();
@@ -133,23 +139,22 @@ export class SimSource implements ReviewSource {
   ) {}
 
   pages(options: ListOptions): AsyncIterable<Page> {
-    const self = this;
-    return {
-      async *[Symbol.asyncIterator]() {
-        let cursor = options.cursor ?? null;
-        for (;;) {
-          options.signal?.throwIfAborted();
-          const fetchedAt = self.world.clock.now();
-          const page = await self.world.step(self.actor, `upstream page ${options.kind}`, () =>
-            self.upstream.page(options.updatedSince, cursor, fetchedAt),
-          );
-          self.seen = page.upstreamAt ?? null;
-          yield page;
-          if (page.nextCursor === null) return;
-          cursor = page.nextCursor;
-        }
-      },
-    };
+    return { [Symbol.asyncIterator]: () => this.walk(options) };
+  }
+
+  private async *walk(options: ListOptions): AsyncGenerator<Page> {
+    let cursor = options.cursor ?? null;
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const fetchedAt = this.world.clock.now();
+      const page = await this.world.step(this.actor, `upstream page ${options.kind}`, () =>
+        this.upstream.page(options.updatedSince, cursor, fetchedAt),
+      );
+      this.seen = page.upstreamAt ?? null;
+      yield page;
+      if (page.nextCursor === null) return;
+      cursor = page.nextCursor;
+    }
   }
 
   upstreamNow(): number | null {

@@ -5,7 +5,9 @@
 -- (bucket index into KEYS from 4, field, value) triples for the entries.
 -- Checkpoint rules: an empty value deletes the field; 'watermark' only ever grows; the pseudo-field
 -- 'expect_txn' is not written but checked first: the checkpoint's changelog transaction must be that one, or Redis
--- lost commits (a failover to a replica that had not received them) and must be brought up to Kafka first.
+-- lost commits (a failover to a replica that had not received them) and must be brought up to Kafka first; the
+-- pseudo-field 'expect_restore' likewise: the checkpoint's 'restore_token' must be that one, or Redis lost writes
+-- of the restore this commit finishes.
 local current = redis.call('GET', KEYS[1])
 if not current then
   -- The epoch counter only vanishes with the account's keys (a flush, an empty replica): restore from Kafka.
@@ -23,6 +25,10 @@ for i = 3, first_entry - 1, 2 do
     if txn ~= ARGV[i + 1] then
       return redis.error_reply('LOST: Redis holds changelog transaction ' .. txn .. ', expected ' .. ARGV[i + 1])
     end
+  elseif ARGV[i] == 'expect_restore' then
+    if redis.call('HGET', KEYS[2], 'restore_token') ~= ARGV[i + 1] then
+      return redis.error_reply('LOST: Redis lost writes of the restore it was to finish')
+    end
   end
 end
 local added = 0
@@ -36,7 +42,7 @@ end
 
 for i = 3, first_entry - 1, 2 do
   local field, value = ARGV[i], ARGV[i + 1]
-  if field == 'expect_txn' then
+  if field == 'expect_txn' or field == 'expect_restore' then
     -- checked above
   elseif value == '' then
     redis.call('HDEL', KEYS[2], field)

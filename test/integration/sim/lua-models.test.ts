@@ -20,8 +20,12 @@ const hashOf = (fields: fc.Arbitrary<string>, values: fc.Arbitrary<Buffer>) =>
   fc
     .array(fc.tuple(fields, values), { maxLength: 5 })
     .map((pairs): RedisValue | null => (pairs.length === 0 ? null : { t: 'hash', v: new Map(pairs) }));
-const strOf = (values: fc.Arbitrary<string>) => fc.option(values.map((v): RedisValue => ({ t: 'str', v })), { nil: null });
-const ckptField = fc.constantFrom('txn', 'watermark', 'initial_done', 'sweep_cursor', 'clo:0');
+const strOf = (values: fc.Arbitrary<string>) =>
+  fc.option(
+    values.map((v): RedisValue => ({ t: 'str', v })),
+    { nil: null },
+  );
+const ckptField = fc.constantFrom('txn', 'watermark', 'initial_done', 'sweep_cursor', 'clo:0', 'restore_token');
 
 /** Loads `state` under `prefix` in Redis and in a fresh model; returns the model. */
 async function load(prefix: string, state: State): Promise<SimRedisServer> {
@@ -40,7 +44,10 @@ async function load(prefix: string, state: State): Promise<SimRedisServer> {
 function show(value: RedisValue | null | undefined): string | null {
   if (!value) return null;
   if (value.t === 'str') return `str:${value.v}`;
-  return `hash:${[...value.v].map(([f, v]) => `${f}=${v.toString('hex')}`).sort().join(',')}`;
+  return `hash:${[...value.v]
+    .map(([f, v]) => `${f}=${v.toString('hex')}`)
+    .sort()
+    .join(',')}`;
 }
 
 async function real(key: string): Promise<string | null> {
@@ -48,7 +55,10 @@ async function real(key: string): Promise<string | null> {
   if (type === 'none') return null;
   if (type === 'string') return `str:${await redis.get(key)}`;
   const h = await redis.hgetallBuffer(key);
-  return `hash:${Object.entries(h).map(([f, v]) => `${f}=${v.toString('hex')}`).sort().join(',')}`;
+  return `hash:${Object.entries(h)
+    .map(([f, v]) => `${f}=${v.toString('hex')}`)
+    .sort()
+    .join(',')}`;
 }
 
 const outcome = async (run: () => Promise<unknown> | unknown): Promise<string> => {
@@ -81,18 +91,43 @@ describe('the simulation’s Lua models match the scripts on the real Redis', ()
       fc.asyncProperty(
         fc.record({
           epoch: strOf(fc.constantFrom('5', '6')),
-          checkpoint: hashOf(ckptField, digits.map((d) => Buffer.from(d))),
+          checkpoint: hashOf(
+            ckptField,
+            digits.map((d) => Buffer.from(d)),
+          ),
           count: strOf(digits),
           b1: hashOf(fc.constantFrom('0', '1', '2'), bytes),
           b2: hashOf(fc.constantFrom('0', '1', '2'), bytes),
         }),
         fc.constantFrom('5', '6'),
-        fc.array(fc.tuple(fc.constantFrom('txn', 'watermark', 'watermark', 'initial_done', 'expect_txn', 'sweep_cursor'), fc.oneof(digits, digits, fc.constant(''))), { maxLength: 4 }),
+        fc.array(
+          fc.tuple(
+            fc.constantFrom(
+              'txn',
+              'watermark',
+              'watermark',
+              'initial_done',
+              'expect_txn',
+              'sweep_cursor',
+              'expect_restore',
+              'restore_token',
+            ),
+            fc.oneof(digits, digits, fc.constant('')),
+          ),
+          { maxLength: 4 },
+        ),
         fc.array(fc.tuple(fc.constantFrom(1, 2), fc.constantFrom('0', '1', '2', '3'), bytes), { maxLength: 5 }),
         async (state, epoch, pairs, triples) => {
           await compare(state, (k) => {
             const keys = [k('epoch'), k('checkpoint'), k('count'), k('b1'), k('b2')];
-            const args = [keys.length, ...keys, epoch, String(pairs.length), ...pairs.flat(), ...triples.flatMap(([i, f, v]) => [String(i), f, v])];
+            const args = [
+              keys.length,
+              ...keys,
+              epoch,
+              String(pairs.length),
+              ...pairs.flat(),
+              ...triples.flatMap(([i, f, v]) => [String(i), f, v]),
+            ];
             return { real: () => redis.bridgeCommit(...args), model: 'bridgeCommit', args };
           });
         },
@@ -133,7 +168,10 @@ describe('the simulation’s Lua models match the scripts on the real Redis', ()
     await fc.assert(
       fc.asyncProperty(
         fc.record({
-          lease: fc.option(fc.tuple(holder, epoch).map(([h, e]): RedisValue => ({ t: 'str', v: `${h}|${e}` })), { nil: null }),
+          lease: fc.option(
+            fc.tuple(holder, epoch).map(([h, e]): RedisValue => ({ t: 'str', v: `${h}|${e}` })),
+            { nil: null },
+          ),
           epoch: epoch.map((v): RedisValue => ({ t: 'str', v })),
         }),
         holder,
@@ -143,10 +181,23 @@ describe('the simulation’s Lua models match the scripts on the real Redis', ()
           await compare(state, (k) => {
             if (op === 'acquire') {
               const args = [k('lease'), k('epoch'), who, 60_000];
-              return { real: () => redis.bridgeLeaseAcquire(k('lease'), k('epoch'), who, 60_000), model: 'bridgeLeaseAcquire', args };
+              return {
+                real: () => redis.bridgeLeaseAcquire(k('lease'), k('epoch'), who, 60_000),
+                model: 'bridgeLeaseAcquire',
+                args,
+              };
             }
-            if (op === 'release') return { real: () => redis.bridgeLeaseRelease(k('lease'), who), model: 'bridgeLeaseRelease', args: [k('lease'), who] };
-            return { real: () => redis.bridgeEpochFloor(k('epoch'), floor), model: 'bridgeEpochFloor', args: [k('epoch'), floor] };
+            if (op === 'release')
+              return {
+                real: () => redis.bridgeLeaseRelease(k('lease'), who),
+                model: 'bridgeLeaseRelease',
+                args: [k('lease'), who],
+              };
+            return {
+              real: () => redis.bridgeEpochFloor(k('epoch'), floor),
+              model: 'bridgeEpochFloor',
+              args: [k('epoch'), floor],
+            };
           });
         },
       ),
@@ -164,8 +215,16 @@ describe('the simulation’s Lua models match the scripts on the real Redis', ()
         async (state, take, done) => {
           await compare(state, (k) =>
             take
-              ? { real: () => redis.bridgeResyncTake(k('pending'), k('active')), model: 'bridgeResyncTake', args: [k('pending'), k('active')] }
-              : { real: () => redis.bridgeResyncDone(k('active'), done), model: 'bridgeResyncDone', args: [k('active'), done] },
+              ? {
+                  real: () => redis.bridgeResyncTake(k('pending'), k('active')),
+                  model: 'bridgeResyncTake',
+                  args: [k('pending'), k('active')],
+                }
+              : {
+                  real: () => redis.bridgeResyncDone(k('active'), done),
+                  model: 'bridgeResyncDone',
+                  args: [k('active'), done],
+                },
           );
         },
       ),
