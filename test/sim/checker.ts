@@ -50,6 +50,12 @@ function sameVersion(event: Partial<Review>, version: Review): boolean {
   return COMPARED.every((f) => !(f in event) || event[f] === version[f]);
 }
 
+// The final state a feed must reach: statuses and content. Not updated_date: a change and its undoing, both made
+// while the bridge could not read (an outage), leave the review as published with a newer date and nothing to say.
+function sameState(event: Partial<Review>, version: Review): boolean {
+  return COMPARED.every((f) => f === 'updated_date' || !(f in event) || event[f] === version[f]);
+}
+
 function describe(r: Partial<Review> | undefined): string {
   if (!r) return 'nothing';
   return COMPARED.map((f) => `${f}=${String(r[f])}`).join(' ');
@@ -152,7 +158,7 @@ export function checkDeployment(
   for (const [id, review] of upstream.reviews) {
     const list = perReview.get(id);
     const last = list?.at(-1);
-    if (!last || last.type === 'review.deleted' || !last.data?.review || !sameVersion(last.data.review, review))
+    if (!last || last.type === 'review.deleted' || !last.data?.review || !sameState(last.data.review, review))
       return v(
         'every final state reached',
         `review ${id}: the feed ends at ${last ? `${last.type} seq ${last.sequence} with ${describe(last.data?.review)}` : 'nothing'}, the upstream holds ${describe(review)}`,
