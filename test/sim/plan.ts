@@ -21,7 +21,7 @@ export const FAULT_CLASSES = [
   'redis-refuse-writes',
   'kafka-commit-lost',
   'foreign-deployment',
-  'zombie-init',
+  'kafka-only-fence',
 ] as const;
 
 /** One fault class. */
@@ -31,8 +31,9 @@ export type FaultClass = (typeof FAULT_CLASSES)[number];
  * The classes today's main handles (the default). The others wait for fixes on their way (docs/testing.md):
  * redis-partial-loss and redis-refuse-writes for partial-loss detection and the write-refusal guard (issue 36 items
  * 3-4), kafka-commit-lost for the unresolved-commit guard across runs (item 5), foreign-deployment for deployment
- * identity in the changelog (item 1), zombie-init (a freeze holding a Kafka InitProducerId, which fences the new leader
- * at the broker alone) for "a replica fenced by Kafka alone releases its lease" (item 5).
+ * identity in the changelog (item 1), kafka-only-fence (a freeze holding a Kafka InitProducerId, a failover losing a
+ * lease write: two leaders at once, and the one that keeps its lease fenced at the broker alone) for "a replica
+ * fenced by Kafka alone releases its lease" (item 5).
  */
 export const DEFAULT_FAULTS: readonly FaultClass[] = [
   'crash',
@@ -157,7 +158,7 @@ const FAULT_KINDS: Record<FaultClass, Fault['kind'] | null> = {
   malformed: null,
   'clock-offset': null,
   'listing-order': null,
-  'zombie-init': null,
+  'kafka-only-fence': null,
   'redis-partial-loss': 'redis-partial-loss',
   'redis-refuse-writes': 'redis-refuse-writes',
   'kafka-commit-lost': 'kafka-commit-lost',

@@ -221,12 +221,25 @@ export class SimRedisServer implements ScriptData {
     return lost;
   }
 
-  /** A failover to a replica that had not received the last `writes` writes; resolves how many were lost. */
-  failover(writes: number): number {
+  /**
+   * A failover to a replica that had not received the last `writes` writes; resolves how many were lost. The keys
+   * matching `keep` keep their last writes (the leases and epoch counters, unless the schedule loses those too).
+   */
+  failover(writes: number, keep: RegExp | null = null): number {
     const n = Math.min(writes, this.history.length);
     if (n === 0) return 0;
     const back = this.history[this.history.length - n]!;
     this.history.splice(this.history.length - n);
+    if (keep) {
+      for (const k of back.data.keys()) if (keep.test(k) && !this.data.has(k)) back.data.delete(k);
+      for (const [k, v] of this.data) {
+        if (!keep.test(k)) continue;
+        back.data.set(k, v);
+        const at = this.expires.get(k);
+        if (at === undefined) back.expires.delete(k);
+        else back.expires.set(k, at);
+      }
+    }
     this.data = back.data;
     this.expires = back.expires;
     return n;
