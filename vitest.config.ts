@@ -40,7 +40,7 @@ export default defineConfig({
           name: 'simulation',
           include: ['test/sim/**/*.test.ts'],
           environment: 'node',
-          testTimeout: 240_000,
+          testTimeout: 300_000,
         },
       },
     ],

@@ -21,7 +21,7 @@ import { Actor, type World } from './world.js';
 
 /** Timing of the simulated deployments (short, so that a schedule sees many polls, sweeps and takeovers). */
 export const SIM_ENV = {
-  POLL_INTERVAL_MS: '5000',
+  POLL_INTERVAL_MS: '2000',
   POLL_OVERLAP_MS: '30000',
   SWEEP_INTERVAL_MS: '60000',
   LEASE_TTL_MS: '10000',
@@ -109,6 +109,7 @@ export class Deployment {
         transactionalId: config.kafka.transactionalId,
         changelogTopic: config.kafka.topics.changelog,
         keyPrefix: config.kafka.keyPrefix ?? '',
+        mayInit: () => world.freezeHoldsInit || this.redis.leaseHolder(keys.lease) === actor.name,
       });
       const sink = this.wrappers.sink ? this.wrappers.sink(simSink, world) : simSink;
       const source = new SimSource(world, actor, this.upstream);

@@ -16,6 +16,9 @@ import type { Actor, World } from './world.js';
 // A replica's leadership talks to it through SimSink, the PassesSink the real KafkaPublisher implements, with the
 // real RecordEncoder choosing the records (so the topics hold what production writes).
 
+/** How long a producer waits for a commit's answer that was lost (kafkajs' request timeout is 30 s). */
+const LOST_ANSWER_TIMEOUT_MS = 5_000;
+
 /** One record of a topic. */
 export interface SimRecord {
   topic: string;
@@ -49,7 +52,7 @@ export class SimKafka {
    * Commits lose their answer while set (and the next one does when `once`): `landed` says whether such a commit
    * still lands or not.
    */
-  loseCommits: { landed: boolean; once: boolean } | null = null;
+  loseCommits: { landed: boolean; once: boolean; sweepOnly: boolean } | null = null;
 
   constructor(
     private readonly clock: () => number,
@@ -161,14 +164,25 @@ export class SimSink implements PassesSink {
     private readonly actor: Actor,
     private readonly kafka: SimKafka,
     private readonly encoder: RecordEncoder,
-    private readonly options: { transactionalId: string; changelogTopic: string; keyPrefix: string },
+    private readonly options: {
+      transactionalId: string;
+      changelogTopic: string;
+      keyPrefix: string;
+      /**
+       * Whether this replica's InitProducerId reaches the broker now; false: it times out. Without the
+       * kafka-only-fence class, a replica that no longer holds the lease in Redis never takes the transactional id
+       * from the one that does (which would leave that one fenced at the broker alone: issue 36 item 5).
+       */
+      mayInit: () => boolean;
+    },
   ) {}
 
   async beginTransactions(): Promise<void> {
     this.fenced = false;
-    this.session = await this.world.step(this.actor, 'kafka init', () =>
-      this.kafka.initProducer(this.options.transactionalId),
-    );
+    this.session = await this.world.step(this.actor, 'kafka init', () => {
+      if (!this.options.mayInit()) throw new Error('InitProducerId timed out');
+      return this.kafka.initProducer(this.options.transactionalId);
+    });
   }
 
   publish(
@@ -226,7 +240,7 @@ export class SimSink implements PassesSink {
     const outcome = await this.world.step(this.actor, 'kafka commit', () => {
       if (!this.kafka.current(id, epoch)) return 'fenced' as const;
       const lose = this.kafka.loseCommits;
-      if (lose === null) {
+      if (lose === null || (lose.sweepOnly && !duringSweep(outgoing, this.options.changelogTopic))) {
         this.kafka.end(id, true);
         if (process.env.SIM_LOG) this.world.note(`${this.actor.name} committed ${describeRecords(outgoing)}`);
         return 'committed' as const;
@@ -236,12 +250,15 @@ export class SimSink implements PassesSink {
       // The answer is lost: the commit landed, or it stays open until the next session (or the timeout) aborts it.
       if (lost) this.kafka.end(id, true);
       this.world.note(
-        `${this.actor.name}: a Kafka commit's answer was lost (${lost ? 'it landed' : 'it did not land'})`,
+        `${this.actor.name}: a Kafka commit's answer was lost (${lost ? 'it landed' : 'it did not land'})` +
+          (process.env.SIM_LOG ? `: ${describeRecords(outgoing)}` : ''),
       );
       return 'lost' as const;
     });
     if (outcome === 'fenced') return this.fence();
     if (outcome === 'lost') {
+      // A lost answer is waited for until the request times out (the real client's request timeout, seconds).
+      await this.world.sleeper(this.actor)(LOST_ANSWER_TIMEOUT_MS);
       this.session = null;
       throw new CommitOutcomeUnknownError('a Kafka transaction was asked to commit, and its outcome is unknown');
     }
@@ -308,4 +325,13 @@ function describeRecords(outgoing: readonly Outgoing[]): string {
     }
   }
   return parts.join(' ');
+}
+
+// Whether a commit belongs to a sweep or initial load under way (its changelog checkpoint holds a sweep cursor).
+function duringSweep(outgoing: readonly Outgoing[], changelogTopic: string): boolean {
+  for (const o of outgoing) {
+    if (o.topic !== changelogTopic || !String(o.message.key).endsWith('checkpoint')) continue;
+    return (JSON.parse(String(o.message.value)) as { sweep: unknown }).sweep !== null;
+  }
+  return false;
 }

@@ -71,7 +71,7 @@ export type Fault =
   | { kind: 'redis-failover'; at: number; writes: number }
   | { kind: 'redis-refuse-writes'; at: number; ms: number; reply: 'oom' | 'readonly' }
   | { kind: 'kafka-send'; at: number; ms: number }
-  | { kind: 'kafka-commit-lost'; at: number; ms: number; landed: boolean }
+  | { kind: 'kafka-commit-lost'; at: number; ms: number; landed: boolean; sweepOnly: boolean }
   | { kind: 'compaction'; at: number }
   | { kind: 'upstream-fault'; at: number; ms: number; fault: 'throttled' | 'server' | 'network' };
 
@@ -134,6 +134,7 @@ function faultArb(kind: Fault['kind'], replicas: number): fc.Arbitrary<Fault> {
         at,
         ms: fc.integer({ min: 0, max: 15_000 }),
         landed: fc.boolean(),
+        sweepOnly: fc.boolean(),
       });
     case 'compaction':
       return fc.record({ kind: fc.constant('compaction' as const), at });

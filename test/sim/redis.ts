@@ -208,6 +208,12 @@ export class SimRedisServer implements ScriptData {
     if (this.history.length > 8) this.history.shift();
   }
 
+  /** The holder named by a lease key now (null: none). */
+  leaseHolder(key: string): string | null {
+    const v = this.get(key);
+    return v?.t === 'str' ? v.v.slice(0, v.v.lastIndexOf('|')) : null;
+  }
+
   /** Every key gone (a restart without persistence, a flush). */
   flush(): void {
     this.data.clear();

@@ -253,7 +253,7 @@ export async function runSchedule(
           return;
         case 'kafka-commit-lost':
           // The next commit loses its answer, and every one within the window.
-          kafka.loseCommits = { landed: f.landed, once: f.ms === 0 };
+          kafka.loseCommits = { landed: f.landed, once: f.ms === 0, sweepOnly: f.sweepOnly };
           clock.at(clock.now() + f.ms, () => {
             if (kafka.loseCommits?.once === false) kafka.loseCommits = null;
           });

@@ -34,8 +34,10 @@ export class World {
   /** Set by the driver once the schedule is over: late steps of frozen or abandoned work do nothing. */
   over = false;
   /**
-   * Whether a freeze holds a Kafka InitProducerId in flight (sent after the pause, it fences the leader that took
-   * over meanwhile at the broker alone: issue 36's "fenced by Kafka alone"); off, the request goes out first.
+   * The kafka-only-fence class: a freeze holds a Kafka InitProducerId in flight (sent after the pause, it fences the
+   * leader that took over meanwhile at the broker alone: issue 36's "fenced by Kafka alone"), and a replica that no
+   * longer holds the lease may still take the transactional id. Off, the request goes out before a freeze, and
+   * reaches the broker only from the lease's holder.
    */
   freezeHoldsInit = true;
 
