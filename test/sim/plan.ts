@@ -166,9 +166,13 @@ const FAULT_KINDS: Record<FaultClass, Fault['kind'] | null> = {
   'foreign-deployment': null,
 };
 
-/** The plans of schedules with the given fault classes. */
-export function planArb(enabled: ReadonlySet<FaultClass>): fc.Arbitrary<Plan> {
+/**
+ * The plans of schedules with the given fault classes; with `focus`, every plan has at least one fault of those
+ * classes (a mutant's run: its fault in every schedule).
+ */
+export function planArb(enabled: ReadonlySet<FaultClass>, focus: readonly FaultClass[] = []): fc.Arbitrary<Plan> {
   const kinds = [...enabled].map((c) => FAULT_KINDS[c]).filter((k): k is Fault['kind'] => k !== null);
+  const focusKinds = focus.map((c) => FAULT_KINDS[c]).filter((k): k is Fault['kind'] => k !== null);
   const changeKinds: Change['kind'][] = ['status', 'status', 'status', 'edit', 'silent-edit', 'create', 'delete'];
   if (enabled.has('malformed')) changeKinds.push('malformed');
   return fc.integer({ min: 2, max: 3 }).chain((replicas) =>
@@ -190,13 +194,22 @@ export function planArb(enabled: ReadonlySet<FaultClass>): fc.Arbitrary<Plan> {
         }),
         { minLength: 5, maxLength: 40, size: 'max' },
       ),
-      faults:
-        kinds.length === 0
-          ? fc.constant([])
-          : fc.array(
-              fc.constantFrom(...kinds).chain((k) => faultArb(k, replicas)),
-              { minLength: 1, maxLength: 8, size: 'max' },
-            ),
+      faults: fc
+        .tuple(
+          focusKinds.length === 0
+            ? fc.constant([])
+            : fc.array(
+                fc.constantFrom(...focusKinds).chain((k) => faultArb(k, replicas)),
+                { minLength: 1, maxLength: 2 },
+              ),
+          kinds.length === 0
+            ? fc.constant([])
+            : fc.array(
+                fc.constantFrom(...kinds).chain((k) => faultArb(k, replicas)),
+                { minLength: 1, maxLength: 8, size: 'max' },
+              ),
+        )
+        .map(([focused, others]) => [...focused, ...others]),
     }),
   );
 }

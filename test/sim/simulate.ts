@@ -329,10 +329,14 @@ export async function runSeed(seed: number, options: SimulationOptions = {}): Pr
   const faults = faultsOf(options);
   let outcome = null as ScheduleOutcome | null;
   const details = await fc.check(
-    fc.asyncProperty(fc.scheduler(), planArb(faults), async (s, plan) => {
-      outcome = await runSchedule(s, plan, faults, options.mutant);
-      return outcome.violation === null;
-    }),
+    fc.asyncProperty(
+      fc.scheduler(),
+      planArb(faults, options.mutant ? mutant(options.mutant).faults : []),
+      async (s, plan) => {
+        outcome = await runSchedule(s, plan, faults, options.mutant);
+        return outcome.violation === null;
+      },
+    ),
     { seed, numRuns: 1, endOnFailure: true },
   );
   if (!outcome)
