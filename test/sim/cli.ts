@@ -1,6 +1,13 @@
 import { parseArgs } from 'node:util';
 import { FAULT_CLASSES, DEFAULT_FAULTS, type FaultClass } from './plan.js';
-import { faultsOf, runSeed, scheduleSeed, type ScheduleResult, type SimulationOptions } from './simulate.js';
+import {
+  faultsOf,
+  runSeed,
+  scheduleSeed,
+  shrinkSeed,
+  type ScheduleResult,
+  type SimulationOptions,
+} from './simulate.js';
 import { MUTANTS } from './mutants.js';
 
 // npm run simulate:faults -- --schedules N --seed S [--mutant NAME] [--faults a,b|+a,-b] [--verbose]
@@ -10,6 +17,7 @@ import { MUTANTS } from './mutants.js';
 function usage(): never {
   console.error(
     'usage: npm run simulate:faults -- --schedules N --seed S [--mutant NAME] [--faults LIST] [--stop-at-first]\n' +
+      '  [--shrink SECONDS]: shrink each failing schedule with fast-check for at most that long\n' +
       `  --faults: a comma-separated list of fault classes, or +class/-class changes to the default\n` +
       `  fault classes: ${FAULT_CLASSES.join(', ')}\n  default: ${DEFAULT_FAULTS.join(', ')}\n` +
       `  mutants: ${Object.keys(MUTANTS).join(', ')}`,
@@ -63,6 +71,7 @@ async function main(): Promise<void> {
       mutant: { type: 'string' },
       faults: { type: 'string' },
       'stop-at-first': { type: 'boolean', default: false },
+      shrink: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -88,6 +97,18 @@ async function main(): Promise<void> {
     if (result.violation) {
       violations += 1;
       console.log(report(result, options));
+      if (values.shrink !== undefined) {
+        const small = await shrinkSeed(result.seed, options, Number(values.shrink) || 60);
+        if (small) {
+          const lines = report({ ...small, seed: result.seed }, options)
+            .split('\n')
+            .slice(0, 2);
+          console.log(
+            `shrunk for at most ${values.shrink} s (to read: a shrunk schedule is not replayed by its seed):`,
+          );
+          console.log(lines.map((l) => l.replace('schedule seed', 'from schedule seed')).join('\n'));
+        }
+      }
       if (values['stop-at-first']) break;
     }
   }

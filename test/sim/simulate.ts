@@ -348,3 +348,29 @@ export async function runSeed(seed: number, options: SimulationOptions = {}): Pr
 export function scheduleSeed(seed: number, i: number): number {
   return (seed + i) | 0;
 }
+
+/**
+ * Shrinks the failing schedule of `seed` with fast-check (fewer changes and faults, smaller values, another
+ * order of the scheduler's answers) for at most `seconds`; resolves the smallest failing schedule found.
+ */
+export async function shrinkSeed(
+  seed: number,
+  options: SimulationOptions,
+  seconds: number,
+): Promise<ScheduleOutcome | null> {
+  const faults = faultsOf(options);
+  let smallest: ScheduleOutcome | null = null;
+  await fc.check(
+    fc.asyncProperty(
+      fc.scheduler(),
+      planArb(faults, options.mutant ? mutant(options.mutant).faults : []),
+      async (s, plan) => {
+        const outcome = await runSchedule(s, plan, faults, options.mutant);
+        if (outcome.violation) smallest = outcome;
+        return outcome.violation === null;
+      },
+    ),
+    { seed, numRuns: 1, interruptAfterTimeLimit: seconds * 1000, markInterruptAsFailure: false },
+  );
+  return smallest;
+}
