@@ -64,58 +64,142 @@ function fence(data: ScriptData, epochKey: string, epoch: string): void {
   if (current !== epoch) throw new ScriptErrorReply(`FENCED: epoch ${epoch} superseded by ${current}`);
 }
 
+/** The bucket number a bucket key ends with (`string.match(key, ':(%d+)$')`), or null. */
+function bucketOf(key: string, pattern: RegExp = /:(\d+)$/): string | null {
+  return pattern.exec(key)?.[1] ?? null;
+}
+
+/** HSETNX: sets the field when absent; 1 when it set it. */
+function hsetnx(data: ScriptData, key: string, field: string, value: string): number {
+  const h = hash(data, key, true)!;
+  if (h.has(field)) return 0;
+  h.set(field, Buffer.from(value));
+  return 1;
+}
+
+/** The check commit.lua and restore-put.lua make: every listed bucket among `bucketKeys` still has its marker. */
+function checkBuckets(data: ScriptData, manifestKey: string, bucketKeys: string[]): void {
+  const manifest = hash(data, manifestKey, false);
+  for (const key of bucketKeys) {
+    const bucket = bucketOf(key);
+    if (bucket !== null && manifest?.has(bucket) && !hash(data, key, false)?.has('m')) {
+      throw new ScriptErrorReply(`LOST-PART: snapshot bucket ${bucket} of the account vanished from Redis`);
+    }
+  }
+}
+
 /** commit.lua: the fenced commit of entries and checkpoint pairs (see the script for the arguments). */
 export function commitScript(data: ScriptData, keys: string[], argv: Arg[]): number {
   fence(data, keys[0]!, str(argv[0]!));
   const pairsCount = Number(str(argv[1]!));
   const firstEntry = 2 + pairsCount * 2;
+  let wantSealed = false;
+  let sealing = false;
   for (let i = 2; i < firstEntry; i += 2) {
-    if (str(argv[i]!) === 'expect_txn') {
+    const field = str(argv[i]!);
+    if (field === 'expect_txn') {
       const txn = hash(data, keys[1]!, false)?.get('txn')?.toString('utf8') ?? '0';
       const expected = str(argv[i + 1]!);
       if (txn !== expected) {
         throw new ScriptErrorReply(`LOST: Redis holds changelog transaction ${txn}, expected ${expected}`);
       }
-    } else if (str(argv[i]!) === 'expect_restore') {
+    } else if (field === 'sealed') wantSealed = true;
+    else if (field === 'm') sealing = true;
+    else if (field === 'expect_restore') {
       if (hash(data, keys[1]!, false)?.get('restore_token')?.toString('utf8') !== str(argv[i + 1]!)) {
         throw new ScriptErrorReply('LOST: Redis lost writes of the restore it was to finish');
       }
     }
   }
+  const hasMark = hash(data, keys[1]!, false)?.has('m') ?? false;
+  const hasManifest = hash(data, keys[3]!, false)?.has('v') ?? false;
+  if (!sealing && (hasMark !== hasManifest || (wantSealed && !hasMark))) {
+    const gone = hasMark ? 'the bucket manifest' : 'the checkpoint';
+    throw new ScriptErrorReply(`LOST-PART: ${gone} of the account vanished from Redis`);
+  }
+  if (hasManifest && !sealing) checkBuckets(data, keys[3]!, keys.slice(4));
   let added = 0;
   for (let i = firstEntry; i < argv.length; i += 3) {
-    const key = keys[2 + Number(str(argv[i]!))]!;
+    const key = keys[3 + Number(str(argv[i]!))]!;
     const h = hash(data, key, true)!;
     const field = str(argv[i + 1]!);
     if (!h.has(field)) added += 1;
     h.set(field, buf(argv[i + 2]!));
   }
   if (added > 0) incrby(data, keys[2]!, added);
+  if (hasManifest) {
+    for (const key of keys.slice(4)) {
+      if (hsetnx(data, key, 'm', '1') === 1) hash(data, keys[3]!, true)!.set(bucketOf(key)!, Buffer.from('1'));
+    }
+  }
   for (let i = 2; i < firstEntry; i += 2) {
     const field = str(argv[i]!);
     const value = str(argv[i + 1]!);
-    if (field === 'expect_txn' || field === 'expect_restore') continue;
+    if (field === 'expect_txn' || field === 'sealed' || field === 'expect_restore') continue;
     if (value === '') hdel(data, keys[1]!, field);
+    else if (field === 'watermark_rewind') hash(data, keys[1]!, true)!.set('watermark', Buffer.from(value));
     else if (field === 'watermark') {
       const old = Number(hash(data, keys[1]!, false)?.get(field)?.toString('utf8') ?? '-1');
       if (Number(value) > old) hash(data, keys[1]!, true)!.set(field, Buffer.from(value));
     } else hash(data, keys[1]!, true)!.set(field, Buffer.from(value));
   }
+  if (sealing) hash(data, keys[3]!, true)!.set('v', Buffer.from('1'));
   return added;
 }
 
-/** remove.lua: removes entries that still hold the value the deletion was decided on, fenced. */
+/**
+ * remove.lua: removes entries that still hold the value the deletion was decided on, fenced, keeping each removed
+ * review's deleted sequence in the gone hash.
+ */
 export function removeScript(data: ScriptData, keys: string[], argv: Arg[]): number {
   fence(data, keys[0]!, str(argv[0]!));
   let removed = 0;
-  for (let i = 1; i < argv.length; i += 3) {
-    const key = keys[1 + Number(str(argv[i]!))]!;
+  for (let i = 1; i < argv.length; i += 5) {
+    const key = keys[2 + Number(str(argv[i]!))]!;
     const field = str(argv[i + 1]!);
     const held = hash(data, key, false)?.get(field);
-    if (held && held.equals(buf(argv[i + 2]!))) removed += hdel(data, key, field);
+    if (held && held.equals(buf(argv[i + 2]!))) {
+      removed += hdel(data, key, field);
+      hash(data, keys[2]!, true)!.set(str(argv[i + 3]!), buf(argv[i + 4]!));
+    }
   }
   if (removed > 0) incrby(data, keys[1]!, -removed);
   return removed;
+}
+
+/** restore-put.lua: writes restored entries (an empty value deletes), marking and listing the buckets written. */
+export function restorePutScript(data: ScriptData, keys: string[], argv: Arg[]): number {
+  if (str(argv[0]!) === '1' && (hash(data, keys[0]!, false)?.has('v') ?? false)) {
+    checkBuckets(data, keys[0]!, keys.slice(1));
+  }
+  const marked = new Set<number>();
+  for (let i = 1; i < argv.length; i += 3) {
+    const k = Number(str(argv[i]!));
+    const key = keys[k]!;
+    const field = str(argv[i + 1]!);
+    if (buf(argv[i + 2]!).length === 0) hdel(data, key, field);
+    else {
+      hash(data, key, true)!.set(field, buf(argv[i + 2]!));
+      if (!marked.has(k)) {
+        marked.add(k);
+        if (hsetnx(data, key, 'm', '1') === 1) hash(data, keys[0]!, true)!.set(bucketOf(key)!, Buffer.from('1'));
+      }
+    }
+  }
+  return 0;
+}
+
+/** seal-buckets.lua: marks and lists every key that names a bucket; how many. */
+export function sealBucketsScript(data: ScriptData, keys: string[]): number {
+  let sealed = 0;
+  for (const key of keys.slice(1)) {
+    const bucket = bucketOf(key, /:s:(\d+)$/);
+    if (bucket === null) continue;
+    hash(data, key, true)!.set('m', Buffer.from('1'));
+    hash(data, keys[0]!, true)!.set(bucket, Buffer.from('1'));
+    sealed += 1;
+  }
+  return sealed;
 }
 
 /** epoch-floor.lua: raises the epoch counter to a floor; 1 when it raised it. */
@@ -181,4 +265,11 @@ export function resyncDoneScript(data: ScriptData, keys: string[], argv: Arg[]):
     return 1;
   }
   return 0;
+}
+
+/** The inline script of src/redis/fingerprint-key.ts: marks a copy confirmed while Redis holds the copied key. */
+export function confirmCopyScript(data: ScriptData, keys: string[], argv: Arg[]): number {
+  if (getString(data, keys[0]!) !== str(argv[0]!)) return 0;
+  hash(data, keys[1]!, true)!.set(str(argv[1]!), buf(argv[2]!));
+  return 1;
 }

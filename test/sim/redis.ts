@@ -6,6 +6,9 @@ import {
   leaseAcquireScript,
   leaseReleaseScript,
   removeScript,
+  restorePutScript,
+  sealBucketsScript,
+  confirmCopyScript,
   resyncDoneScript,
   resyncTakeScript,
   ScriptErrorReply,
@@ -30,6 +33,9 @@ const WRITES = new Set([
   'hdel',
   'bridgeCommit',
   'bridgeRemove',
+  'bridgeRestorePut',
+  'bridgeSealBuckets',
+  'eval',
   'bridgeEpochFloor',
   'bridgeResyncTake',
   'bridgeResyncDone',
@@ -141,6 +147,12 @@ export class SimRedisServer implements ScriptData {
       }
       case 'hget':
         return this.hash(s(0), false)?.get(s(1))?.toString('utf8') ?? null;
+      case 'hexists':
+        return this.hash(s(0), false)?.has(s(1)) ? 1 : 0;
+      case 'hmget': {
+        const h = this.hash(s(0), false);
+        return a.slice(1).map((f) => h?.get(String(f))?.toString('utf8') ?? null);
+      }
       case 'hlen':
         return this.hash(s(0), false)?.size ?? 0;
       case 'hgetall':
@@ -165,6 +177,22 @@ export class SimRedisServer implements ScriptData {
         const keys = a.slice(1, 1 + n).map(String);
         const argv = a.slice(1 + n);
         return name === 'bridgeCommit' ? commitScript(this, keys, argv) : removeScript(this, keys, argv);
+      }
+      case 'bridgeRestorePut':
+      case 'bridgeSealBuckets': {
+        const n = Number(a[0]);
+        const keys = a.slice(1, 1 + n).map(String);
+        return name === 'bridgeRestorePut'
+          ? restorePutScript(this, keys, a.slice(1 + n))
+          : sealBucketsScript(this, keys);
+      }
+      case 'eval': {
+        // The one inline script the adapters send (src/redis/fingerprint-key.ts's CONFIRM).
+        if (!String(a[0]).includes("redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])")) {
+          throw new Error('the simulated Redis has no model of this script');
+        }
+        const n = Number(a[1]);
+        return confirmCopyScript(this, a.slice(2, 2 + n).map(String), a.slice(2 + n));
       }
       case 'bridgeEpochFloor':
         return epochFloorScript(this, [s(0)], [a[1]!]);
