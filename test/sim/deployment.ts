@@ -8,8 +8,10 @@ import { RecordEncoder } from '../../src/kafka/encoding.js';
 import { accountKeys } from '../../src/redis/connection.js';
 import { Lease } from '../../src/redis/lease.js';
 import { SnapshotStore } from '../../src/redis/snapshot-store.js';
-import { FingerprintKey, type FingerprintKeySource } from '../../src/core/fingerprint-key.js';
-import { SimSink, type SimKafka } from './kafka.js';
+import { fingerprintKeySource } from '../../src/redis/fingerprint-key.js';
+import { fingerprintKeyRecord } from '../../src/kafka/fingerprint-key-copy.js';
+import { changelogName } from '../../src/kafka/changelog-index.js';
+import { SimKeyCopy, SimSink, type SimKafka } from './kafka.js';
 import { SimRedisClient, type SimRedisServer } from './redis.js';
 import { SimSource, type SimUpstream } from './upstream.js';
 import { Actor, type World } from './world.js';
@@ -48,13 +50,6 @@ function simLogger(world: World): Logger {
 }
 // One metrics object for every simulated replica: the simulation reads no metric, and each registry costs time.
 let sharedMetrics: BridgeMetrics | null = null;
-// One fingerprint key (as FINGERPRINT_KEY_FILE gives): its permutation tables are computed once per process.
-let sharedKey: FingerprintKey | null = null;
-
-const keySource: FingerprintKeySource = {
-  get: async () => (sharedKey ??= new FingerprintKey(Buffer.from('simulated fingerprint key, 32 bytes!'))),
-  persist: async () => undefined,
-};
 
 /** A running replica of a deployment. */
 export interface Replica {
@@ -103,12 +98,26 @@ export class Deployment {
     const sleep = world.sleeper(actor);
     const lease = new Lease(client, keys, config.lease.ttlMs, clock, actor.name);
     const metrics = (sharedMetrics ??= new BridgeMetrics({ account: 'sim', processMetrics: false }));
+    // The generated key of the default settings (no FINGERPRINT_KEY_FILE): in Redis, copied to the changelog topic.
+    const keySource = fingerprintKeySource(
+      client,
+      config.redis.keyPrefix,
+      null,
+      new SimKeyCopy(
+        world,
+        actor,
+        this.kafka,
+        config.kafka.topics.changelog,
+        fingerprintKeyRecord(config.redis.keyPrefix),
+        changelogName(config.kafka.brokers, config.kafka.topics.changelog),
+      ),
+    );
     const encoder = new RecordEncoder(config.kafka, config.account, config.privacy, logger);
     const leadership = new LazyPasses(() => {
       const simSink = new SimSink(world, actor, this.kafka, encoder, {
         transactionalId: config.kafka.transactionalId,
         changelogTopic: config.kafka.topics.changelog,
-        keyPrefix: config.kafka.keyPrefix ?? '',
+        keyPrefix: config.kafka.changelogKeyPrefix ?? config.kafka.keyPrefix ?? '',
         mayInit: () => world.freezeHoldsInit || this.redis.leaseHolder(keys.lease) === actor.name,
       });
       const sink = this.wrappers.sink ? this.wrappers.sink(simSink, world) : simSink;
@@ -128,10 +137,16 @@ export class Deployment {
         source,
         {
           overlapMs: config.poll.overlapMs,
+          polls: config.poll,
           metrics,
           deleteMaxFraction: config.deletion.enabled ? config.deletion.maxFraction : null,
           account: config.account,
           keySource,
+          changelog: {
+            identity: config.kafka.identity,
+            topic: config.kafka.topics.changelog,
+            adoptLegacy: config.kafka.adoptLegacyChangelog,
+          },
         },
       );
       return { passes, connect: async () => undefined, close: async () => undefined };

@@ -1,6 +1,8 @@
 import type { Message } from 'kafkajs';
 import { CommitOutcomeUnknownError, FencedError } from '../../src/core/errors.js';
 import { CHANGELOG_TXN_HEADER } from '../../src/core/changelog.js';
+import { DEPLOYMENT_HEADER } from '../../src/core/identity.js';
+import type { FingerprintKeyCopy } from '../../src/core/fingerprint-key.js';
 import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent, ReviewState } from '../../src/core/events.js';
 import type { PassesSink } from '../../src/bridge/passes/index.js';
 import type { ChangelogBatch, ChangelogOffsets, DeadLetter } from '../../src/kafka/publisher.js';
@@ -96,6 +98,21 @@ export class SimKafka {
     const txn = (p.open ??= { id, epoch, state: 'open', openedAt: this.clock() });
     for (const o of outgoing) this.append(o.topic, o.message, txn);
     return txn;
+  }
+
+  /** Appends a record outside any transaction (an idempotent producer's send: at once visible to every reader). */
+  appendOutside(topic: string, key: string, value: string): void {
+    this.append(topic, { key, value }, { id: '', epoch: 0, state: 'committed', openedAt: this.clock() });
+  }
+
+  /** The value of the last record of `key` in `topic`, committed or not (a read_uncommitted reader's view). */
+  lastValue(topic: string, key: string): string | null {
+    const log = this.topics.get(topic) ?? [];
+    for (let i = log.length - 1; i >= 0; i--) {
+      const r = log[i]!;
+      if (r.key === key && r.txn.state !== 'aborted') return r.value === null ? null : String(r.value);
+    }
+    return null;
   }
 
   /** Commits or aborts the producer's open transaction. */
@@ -203,6 +220,11 @@ export class SimSink implements PassesSink {
     await this.world.step(this.actor, 'kafka heartbeat', () => undefined);
   }
 
+  /** The simulated cluster never held a changelog of the versions before identities. */
+  formerChangelog(): string | null {
+    return null;
+  }
+
   async clusterId(): Promise<string> {
     return this.world.step(this.actor, 'kafka cluster id', () => 'sim-cluster');
   }
@@ -301,6 +323,7 @@ export class SimSink implements PassesSink {
           key: r.key!.slice(this.options.keyPrefix.length),
           value: r.value === null ? null : Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value),
           txn: Number(r.headers[CHANGELOG_TXN_HEADER] ?? '0'),
+          deployment: r.headers[DEPLOYMENT_HEADER] ?? null,
         }))
         .filter((r) => r.key !== MARKER_KEY),
     );
@@ -309,6 +332,32 @@ export class SimSink implements PassesSink {
       await onRecords(records.slice(i, i + 50));
     }
     return { 0: end };
+  }
+}
+
+/**
+ * The copy of a generated fingerprint key in the changelog topic, as src/kafka/fingerprint-key-copy.ts keeps it: a
+ * record written outside transactions (refused while sends are), read as a read_uncommitted reader sees it.
+ */
+export class SimKeyCopy implements FingerprintKeyCopy {
+  constructor(
+    private readonly world: World,
+    private readonly actor: Actor,
+    private readonly kafka: SimKafka,
+    private readonly topic: string,
+    private readonly record: string,
+    readonly name: string,
+  ) {}
+
+  read(): Promise<string | null> {
+    return this.world.step(this.actor, 'kafka fetch key copy', () => this.kafka.lastValue(this.topic, this.record));
+  }
+
+  write(secret: string): Promise<void> {
+    return this.world.step(this.actor, 'kafka send key copy', () => {
+      if (this.kafka.refuseSends !== null) throw new Error(`Kafka refused the send: ${this.kafka.refuseSends}`);
+      this.kafka.appendOutside(this.topic, this.record, secret);
+    });
   }
 }
 
