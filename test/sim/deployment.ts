@@ -11,6 +11,7 @@ import { SnapshotStore } from '../../src/redis/snapshot-store.js';
 import { fingerprintKeySource } from '../../src/redis/fingerprint-key.js';
 import { fingerprintKeyRecord } from '../../src/kafka/fingerprint-key-copy.js';
 import { changelogName } from '../../src/kafka/changelog-index.js';
+import type { Identity } from '../../src/core/identity.js';
 import { SimKeyCopy, SimSink, type SimKafka } from './kafka.js';
 import { SimRedisClient, type SimRedisServer } from './redis.js';
 import { SimSource, type SimUpstream } from './upstream.js';
@@ -33,10 +34,18 @@ export const SIM_ENV = {
   INITIAL_LOAD_MODE: 'mark',
 } as const;
 
+/** Where a replica's sink is: the cluster, its changelog topic and key prefix, and the deployment's identity. */
+export interface SinkContext {
+  kafka: SimKafka;
+  changelogTopic: string;
+  keyPrefix: string;
+  identity: Identity;
+}
+
 /** Ways to break the bridge through its ports (mutants.ts): what a replica's adapters are wrapped in. */
 export interface PortWrappers {
   snapshot?: (store: PassesSnapshot, world: World) => PassesSnapshot;
-  sink?: (sink: PassesSink, world: World) => PassesSink;
+  sink?: (sink: PassesSink, world: World, where: SinkContext) => PassesSink;
 }
 
 const SILENT = pino({ level: 'silent' });
@@ -120,7 +129,13 @@ export class Deployment {
         keyPrefix: config.kafka.changelogKeyPrefix ?? config.kafka.keyPrefix ?? '',
         mayInit: () => world.freezeHoldsInit || this.redis.leaseHolder(keys.lease) === actor.name,
       });
-      const sink = this.wrappers.sink ? this.wrappers.sink(simSink, world) : simSink;
+      const where: SinkContext = {
+        kafka: this.kafka,
+        changelogTopic: config.kafka.topics.changelog,
+        keyPrefix: config.kafka.changelogKeyPrefix ?? config.kafka.keyPrefix ?? '',
+        identity: config.kafka.identity!,
+      };
+      const sink = this.wrappers.sink ? this.wrappers.sink(simSink, world, where) : simSink;
       const source = new SimSource(world, actor, this.upstream);
       // As passesFromConfig (src/app/account.ts) builds them, with the world's clock.
       const passes = new Passes(
