@@ -267,6 +267,12 @@ export function resyncDoneScript(data: ScriptData, keys: string[], argv: Arg[]):
   return 0;
 }
 
+/**
+ * The inline script of src/redis/fingerprint-key.ts (CONFIRM), as it sends it: the simulated Redis models this text
+ * only, so a change of the script stops every schedule until its model follows.
+ */
+export const CONFIRM_COPY_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('HSET', KEYS[2], ARGV[2], ARGV[3]) return 1 end return 0`;
+
 /** The inline script of src/redis/fingerprint-key.ts: marks a copy confirmed while Redis holds the copied key. */
 export function confirmCopyScript(data: ScriptData, keys: string[], argv: Arg[]): number {
   if (getString(data, keys[0]!) !== str(argv[0]!)) return 0;

@@ -9,6 +9,7 @@ import {
   restorePutScript,
   sealBucketsScript,
   confirmCopyScript,
+  CONFIRM_COPY_SCRIPT,
   resyncDoneScript,
   resyncTakeScript,
   ScriptErrorReply,
@@ -188,9 +189,7 @@ export class SimRedisServer implements ScriptData {
       }
       case 'eval': {
         // The one inline script the adapters send (src/redis/fingerprint-key.ts's CONFIRM).
-        if (!String(a[0]).includes("redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])")) {
-          throw new Error('the simulated Redis has no model of this script');
-        }
+        if (String(a[0]) !== CONFIRM_COPY_SCRIPT) throw new Error('the simulated Redis has no model of this script');
         const n = Number(a[1]);
         return confirmCopyScript(this, a.slice(2, 2 + n).map(String), a.slice(2 + n));
       }

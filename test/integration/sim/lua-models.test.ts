@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { connectRedis, type BridgeRedis } from '../../../src/redis/connection.js';
 import { redisUrl, uniqueName } from '../../helpers/services.js';
 import { SimRedisServer } from '../../sim/redis.js';
-import type { RedisValue } from '../../sim/lua-models.js';
+import { CONFIRM_COPY_SCRIPT, type RedisValue } from '../../sim/lua-models.js';
 
 // The simulation's models of the Lua scripts (test/sim/lua-models.ts) against the scripts themselves on the real
 // Redis: the same keys, the same arguments, then the same reply (or error reply) and the same keys afterwards.
@@ -86,18 +86,23 @@ async function compare(
 const RUNS = { numRuns: 60 };
 
 describe('the simulation’s Lua models match the scripts on the real Redis', () => {
-  it('commit.lua (fence, expect_txn, entries, checkpoint rules)', async () => {
+  // Bucket keys end with `:s:<n>` as the store's do (the scripts read the bucket's number from the key).
+  const bucketFields = fc.constantFrom('0', '1', '2', 'm');
+  const manifest = hashOf(fc.constantFrom('v', '1', '2', '3'), fc.constant(Buffer.from('1')));
+
+  it('commit.lua (fence, expect_txn, partial-loss markers, entries, checkpoint rules)', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.record({
           epoch: strOf(fc.constantFrom('5', '6')),
           checkpoint: hashOf(
-            ckptField,
+            fc.oneof(ckptField, fc.constant('m')),
             digits.map((d) => Buffer.from(d)),
           ),
           count: strOf(digits),
-          b1: hashOf(fc.constantFrom('0', '1', '2'), bytes),
-          b2: hashOf(fc.constantFrom('0', '1', '2'), bytes),
+          manifest,
+          's:1': hashOf(bucketFields, bytes),
+          's:2': hashOf(bucketFields, bytes),
         }),
         fc.constantFrom('5', '6'),
         fc.array(
@@ -106,11 +111,14 @@ describe('the simulation’s Lua models match the scripts on the real Redis', ()
               'txn',
               'watermark',
               'watermark',
+              'watermark_rewind',
               'initial_done',
               'expect_txn',
               'sweep_cursor',
               'expect_restore',
               'restore_token',
+              'sealed',
+              'm',
             ),
             fc.oneof(digits, digits, fc.constant('')),
           ),
@@ -119,7 +127,7 @@ describe('the simulation’s Lua models match the scripts on the real Redis', ()
         fc.array(fc.tuple(fc.constantFrom(1, 2), fc.constantFrom('0', '1', '2', '3'), bytes), { maxLength: 5 }),
         async (state, epoch, pairs, triples) => {
           await compare(state, (k) => {
-            const keys = [k('epoch'), k('checkpoint'), k('count'), k('b1'), k('b2')];
+            const keys = [k('epoch'), k('checkpoint'), k('count'), k('manifest'), k('s:1'), k('s:2')];
             const args = [
               keys.length,
               ...keys,
@@ -132,27 +140,84 @@ describe('the simulation’s Lua models match the scripts on the real Redis', ()
           });
         },
       ),
-      { numRuns: 200 },
+      { numRuns: 300 },
     );
   });
 
-  it('remove.lua (fence, remove only what still holds the decided value)', async () => {
+  it('remove.lua (fence, remove only what still holds the decided value, the gone hash)', async () => {
     const value = fc.constantFrom('aa', 'bb').map((h) => Buffer.from(h, 'hex'));
     await fc.assert(
       fc.asyncProperty(
         fc.record({
           epoch: strOf(fc.constantFrom('5', '6')),
           count: strOf(digits),
-          b1: hashOf(fc.constantFrom('0', '1', '2'), value),
-          b2: hashOf(fc.constantFrom('0', '1', '2'), value),
+          gone: hashOf(fc.constantFrom('7', '8'), bytes),
+          's:1': hashOf(fc.constantFrom('0', '1', '2'), value),
+          's:2': hashOf(fc.constantFrom('0', '1', '2'), value),
         }),
         fc.constantFrom('5', '6'),
-        fc.array(fc.tuple(fc.constantFrom(1, 2), fc.constantFrom('0', '1', '2'), value), { maxLength: 5 }),
-        async (state, epoch, triples) => {
+        fc.array(
+          fc.tuple(fc.constantFrom(1, 2), fc.constantFrom('0', '1', '2'), value, fc.constantFrom('7', '8'), digits),
+          { maxLength: 5 },
+        ),
+        async (state, epoch, tuples) => {
           await compare(state, (k) => {
-            const keys = [k('epoch'), k('count'), k('b1'), k('b2')];
-            const args = [keys.length, ...keys, epoch, ...triples.flatMap(([i, f, v]) => [String(i), f, v])];
+            const keys = [k('epoch'), k('count'), k('gone'), k('s:1'), k('s:2')];
+            const args = [
+              keys.length,
+              ...keys,
+              epoch,
+              ...tuples.flatMap(([i, f, v, id, seq]) => [String(i), f, v, id, seq]),
+            ];
             return { real: () => redis.bridgeRemove(...args), model: 'bridgeRemove', args };
+          });
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it('restore-put.lua and seal-buckets.lua (markers, manifest, the check before a tail restore)', async () => {
+    const value = fc.oneof(bytes, fc.constant(Buffer.alloc(0)));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          manifest,
+          's:1': hashOf(bucketFields, bytes),
+          's:2': hashOf(bucketFields, bytes),
+          other: hashOf(fc.constantFrom('0', '1'), bytes),
+        }),
+        fc.constantFrom('put', 'seal') as fc.Arbitrary<'put' | 'seal'>,
+        fc.constantFrom('0', '1'),
+        fc.array(fc.tuple(fc.constantFrom(1, 2), fc.constantFrom('0', '1', '2'), value), { maxLength: 5 }),
+        async (state, op, verify, triples) => {
+          await compare(state, (k) => {
+            if (op === 'seal') {
+              const keys = [k('manifest'), k('s:1'), k('s:2'), k('other')];
+              const args = [keys.length, ...keys];
+              return { real: () => redis.bridgeSealBuckets(...args), model: 'bridgeSealBuckets', args };
+            }
+            const keys = [k('manifest'), k('s:1'), k('s:2')];
+            const args = [keys.length, ...keys, verify, ...triples.flatMap(([i, f, v]) => [String(i), f, v])];
+            return { real: () => redis.bridgeRestorePut(...args), model: 'bridgeRestorePut', args };
+          });
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it("the fingerprint key's confirm script (src/redis/fingerprint-key.ts)", async () => {
+    const secret = fc.constantFrom('k1', 'k2');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({ key: strOf(secret), copies: hashOf(fc.constantFrom('c1', 'c2'), bytes) }),
+        secret,
+        fc.constantFrom('c1', 'c2'),
+        async (state, held, copy) => {
+          await compare(state, (k) => {
+            const args = [CONFIRM_COPY_SCRIPT, 2, k('key'), k('copies'), held, copy, 'digest'];
+            return { real: () => redis.eval(...(args as [string, number, ...string[]])), model: 'eval', args };
           });
         },
       ),
