@@ -1,10 +1,15 @@
 // Models of the bridge's Lua scripts (src/redis/lua/*.lua) over the simulated Redis's data, one function per
 // script, with the script's semantics: atomic (the caller runs them in one step), the same replies and the same
-// error replies. test/integration/redis/lua-models.test.ts runs each main script and its model on the same random
-// inputs (on the real Redis) and compares replies and the keys afterwards, so the simulation cannot drift from them.
+// error replies, and the inline script src/redis/fingerprint-key.ts sends. test/integration/sim/lua-models.test.ts
+// runs each script and its model on the same random inputs (on the real Redis) and compares replies and the keys
+// afterwards, so the simulation cannot drift from them.
 
-/** A stored value: a string or a hash (field values kept as bytes, as the snapshot's buckets hold binary entries). */
-export type RedisValue = { t: 'str'; v: string } | { t: 'hash'; v: Map<string, Buffer> };
+/**
+ * A stored value: a string, a hash (field values kept as bytes, as the snapshot's buckets hold binary entries) or a
+ * sorted set (member to score).
+ */
+export type RedisValue =
+  { t: 'str'; v: string } | { t: 'hash'; v: Map<string, Buffer> } | { t: 'zset'; v: Map<string, number> };
 
 /** What a script model reads and writes: the keys (expired ones already gone) and Redis's clock (ms). */
 export interface ScriptData {
@@ -278,4 +283,23 @@ export function confirmCopyScript(data: ScriptData, keys: string[], argv: Arg[])
   if (getString(data, keys[0]!) !== str(argv[0]!)) return 0;
   hash(data, keys[1]!, true)!.set(str(argv[1]!), buf(argv[2]!));
   return 1;
+}
+
+/** replica-beat.lua: records (or removes) the caller, forgets replicas silent past the ttl; the live ids. */
+export function replicaBeatScript(data: ScriptData, keys: string[], argv: Arg[]): string[] {
+  const now = Math.floor(data.now());
+  const ttl = Number(str(argv[1]!));
+  const v = data.get(keys[0]!);
+  if (v && v.t !== 'zset')
+    throw new ScriptErrorReply('WRONGTYPE Operation against a key holding the wrong kind of value');
+  const set = v?.v ?? new Map<string, number>();
+  if (str(argv[2]!) === 'leave') set.delete(str(argv[0]!));
+  else set.set(str(argv[0]!), now);
+  for (const [member, score] of set) if (score <= now - ttl) set.delete(member);
+  if (set.size === 0) {
+    data.del(keys[0]!);
+    return [];
+  }
+  data.set(keys[0]!, { t: 'zset', v: set }, ttl * 10);
+  return [...set].sort(([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0)).map(([m]) => m);
 }

@@ -9,6 +9,7 @@ import {
   restorePutScript,
   sealBucketsScript,
   confirmCopyScript,
+  replicaBeatScript,
   CONFIRM_COPY_SCRIPT,
   resyncDoneScript,
   resyncTakeScript,
@@ -42,9 +43,11 @@ const WRITES = new Set([
   'bridgeResyncDone',
   'bridgeLeaseAcquire',
   'bridgeLeaseRelease',
+  'bridgeReplicaBeat',
 ]);
 
-const copyValue = (v: RedisValue): RedisValue => (v.t === 'str' ? { ...v } : { t: 'hash', v: new Map(v.v) });
+const copyValue = (v: RedisValue): RedisValue =>
+  v.t === 'str' ? { ...v } : v.t === 'hash' ? { t: 'hash', v: new Map(v.v) } : { t: 'zset', v: new Map(v.v) };
 
 /** The server: its keys, their expiry, and the writes a failover can lose. */
 export class SimRedisServer implements ScriptData {
@@ -203,6 +206,8 @@ export class SimRedisServer implements ScriptData {
         return leaseAcquireScript(this, [s(0), s(1)], [a[2]!, a[3]!]);
       case 'bridgeLeaseRelease':
         return leaseReleaseScript(this, [s(0)], [a[1]!]);
+      case 'bridgeReplicaBeat':
+        return replicaBeatScript(this, [s(0)], [a[1]!, a[2]!, a[3]!]);
       default:
         throw new Error(`the simulated Redis has no command ${name}`);
     }

@@ -33,9 +33,16 @@ async function load(prefix: string, state: State): Promise<SimRedisServer> {
   for (const [name, value] of Object.entries(state)) {
     if (!value) continue;
     const key = `${prefix}${name}`;
-    if (value.t === 'str') await redis.set(key, value.v);
-    else await redis.hset(key, ...[...value.v].flat());
-    model.data.set(key, value.t === 'str' ? { ...value } : { t: 'hash', v: new Map(value.v) });
+    if (value.t === 'str') {
+      await redis.set(key, value.v);
+      model.data.set(key, { ...value });
+    } else if (value.t === 'hash') {
+      await redis.hset(key, ...[...value.v].flat());
+      model.data.set(key, { t: 'hash', v: new Map(value.v) });
+    } else {
+      await redis.zadd(key, ...[...value.v].flatMap(([m, score]) => [score, m]));
+      model.data.set(key, { t: 'zset', v: new Map(value.v) });
+    }
   }
   return model;
 }
@@ -44,6 +51,8 @@ async function load(prefix: string, state: State): Promise<SimRedisServer> {
 function show(value: RedisValue | null | undefined): string | null {
   if (!value) return null;
   if (value.t === 'str') return `str:${value.v}`;
+  // A sorted set by its members (the scores are the two clocks', which differ by the test's own run time).
+  if (value.t === 'zset') return `zset:${[...value.v.keys()].sort().join(',')}`;
   return `hash:${[...value.v]
     .map(([f, v]) => `${f}=${v.toString('hex')}`)
     .sort()
@@ -54,6 +63,7 @@ async function real(key: string): Promise<string | null> {
   const type = await redis.type(key);
   if (type === 'none') return null;
   if (type === 'string') return `str:${await redis.get(key)}`;
+  if (type === 'zset') return `zset:${(await redis.zrange(key, '0', '-1')).sort().join(',')}`;
   const h = await redis.hgetallBuffer(key);
   return `hash:${Object.entries(h)
     .map(([f, v]) => `${f}=${v.toString('hex')}`)
@@ -264,6 +274,32 @@ describe('the simulation’s Lua models match the scripts on the real Redis', ()
               args: [k('epoch'), floor],
             };
           });
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it('replica-beat.lua (beat, leave, replicas silent past the ttl forgotten)', async () => {
+    // Scores far from the ttl's edge (recent, or a minute old for a 10 s ttl), so that Redis's TIME and the model's
+    // clock agree on who is live.
+    const now = Date.now();
+    const member = fc.constantFrom('r1', 'r2', 'r3');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          registry: fc
+            .array(fc.tuple(member, fc.constantFrom(now - 60_000, now - 100, now - 50)), { maxLength: 3 })
+            .map((pairs): RedisValue | null => (pairs.length === 0 ? null : { t: 'zset', v: new Map(pairs) })),
+        }),
+        member,
+        fc.constantFrom('beat', 'leave') as fc.Arbitrary<'beat' | 'leave'>,
+        async (state, who, mode) => {
+          await compare(state, (k) => ({
+            real: () => redis.bridgeReplicaBeat(k('registry'), who, 10_000, mode),
+            model: 'bridgeReplicaBeat',
+            args: [k('registry'), who, 10_000, mode],
+          }));
         },
       ),
       RUNS,
