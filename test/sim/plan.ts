@@ -28,25 +28,12 @@ export const FAULT_CLASSES = [
 export type FaultClass = (typeof FAULT_CLASSES)[number];
 
 /**
- * The classes today's main handles (the default). The others wait for fixes on their way (docs/testing.md):
- * redis-partial-loss and redis-refuse-writes for partial-loss detection and the write-refusal guard (issue 36 items
- * 3-4), kafka-commit-lost for the unresolved-commit guard across runs (item 5), foreign-deployment for deployment
- * identity in the changelog (item 1), kafka-only-fence (a freeze holding a Kafka InitProducerId, a failover losing a
- * lease write: two leaders at once, and the one that keeps its lease fenced at the broker alone) for "a replica
- * fenced by Kafka alone releases its lease" (item 5).
+ * The classes every run draws from: all of them, now that issue 36's fixes have landed (partial-loss detection and
+ * the write-refusal guard for redis-partial-loss and redis-refuse-writes, the unresolved-commit guard across runs for
+ * kafka-commit-lost, deployment identity for foreign-deployment, a Kafka-only fence releasing the lease for
+ * kafka-only-fence: a freeze holding a Kafka InitProducerId, a failover losing a lease write, two leaders at once).
  */
-export const DEFAULT_FAULTS: readonly FaultClass[] = [
-  'crash',
-  'freeze',
-  'redis-flush',
-  'redis-failover',
-  'kafka-send',
-  'compaction',
-  'upstream-faults',
-  'malformed',
-  'clock-offset',
-  'listing-order',
-];
+export const DEFAULT_FAULTS: readonly FaultClass[] = FAULT_CLASSES;
 
 /** Virtual time of the fault phase (ms): upstream changes and faults happen within it. */
 export const FAULT_PHASE_MS = 120_000;
