@@ -1,5 +1,6 @@
 import type { Message } from 'kafkajs';
-import { CommitOutcomeUnknownError, FencedError } from '../../src/core/errors.js';
+import { CommitOutcomeUnknownError, ConfigError, FencedError } from '../../src/core/errors.js';
+import { changelogPolicyFits } from '../../src/kafka/topic-admin.js';
 import { CHANGELOG_TXN_HEADER } from '../../src/core/changelog.js';
 import { DEPLOYMENT_HEADER } from '../../src/core/identity.js';
 import type { FingerprintKeyCopy } from '../../src/core/fingerprint-key.js';
@@ -48,6 +49,8 @@ export class SimKafka {
   private readonly ends = new Map<string, number>();
   private seq = 0;
   private readonly producers = new Map<string, { epoch: number; open: SimTxn | null }>();
+  /** Topics' cleanup.policy as DescribeConfigs answers it (absent: compact, as the bridge creates its changelog). */
+  readonly cleanupPolicy = new Map<string, string>();
   /** Sends fail while set (a broker refusing, a request timing out). */
   refuseSends: string | null = null;
   /**
@@ -302,6 +305,15 @@ export class SimSink implements PassesSink {
     signal?: AbortSignal,
   ): Promise<Record<number, number>> {
     const topic = this.options.changelogTopic;
+    // Before every restore, as TopicAdmin.verifyChangelog: a changelog that is not compacted is not trusted.
+    const policy = await this.world.step(
+      this.actor,
+      'kafka describe configs',
+      () => this.kafka.cleanupPolicy.get(topic) ?? 'compact',
+    );
+    if (!changelogPolicyFits(policy)) {
+      throw new ConfigError('KAFKA_TOPIC_CHANGELOG', `changelog topic ${topic} has cleanup.policy=${policy}`);
+    }
     const nonce = `${this.actor.name}-${++this.nonce}`;
     const ends = await this.commit(this.encoder.markerRecords([0], nonce));
     const end = ends[0]!;

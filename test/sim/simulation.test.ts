@@ -6,7 +6,7 @@ import { runSeed, scheduleSeed } from './simulate.js';
 // within 300 schedules, and a seed must replay exactly. The seed of each run is drawn anew (printed on failure with
 // the command that replays it), so every CI run explores schedules no earlier run did.
 
-const SCHEDULES = Number(process.env.SIM_SCHEDULES ?? 200);
+const SCHEDULES = Number(process.env.SIM_SCHEDULES ?? 300);
 const SEED = process.env.SIM_SEED === undefined ? (Date.now() % 2 ** 31) | 0 : Number(process.env.SIM_SEED);
 
 describe('the simulated world', () => {
