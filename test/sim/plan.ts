@@ -54,7 +54,13 @@ export type Fault =
   | { kind: 'crash'; at: number; replica: number; afterSteps: number; after: boolean; downMs: number }
   | { kind: 'freeze'; at: number; replica: number; ms: number }
   | { kind: 'redis-flush'; at: number }
-  | { kind: 'redis-partial-loss'; at: number; share: number }
+  | {
+      kind: 'redis-partial-loss';
+      at: number;
+      share: number;
+      /** What goes: a share of the snapshot buckets, the generated fingerprint key, or the checkpoint alone. */
+      keys: 'buckets' | 'fingerprint-key' | 'checkpoint';
+    }
   | { kind: 'redis-failover'; at: number; writes: number }
   | { kind: 'redis-refuse-writes'; at: number; ms: number; reply: 'oom' | 'readonly' }
   | { kind: 'kafka-send'; at: number; ms: number }
@@ -103,6 +109,12 @@ function faultArb(kind: Fault['kind'], replicas: number): fc.Arbitrary<Fault> {
         kind: fc.constant('redis-partial-loss' as const),
         at,
         share: fc.double({ min: 0.2, max: 0.8, noNaN: true }),
+        keys: fc.constantFrom(
+          'buckets' as const,
+          'buckets' as const,
+          'fingerprint-key' as const,
+          'checkpoint' as const,
+        ),
       });
     case 'redis-failover':
       return fc.record({ kind: fc.constant('redis-failover' as const), at, writes: fc.integer({ min: 1, max: 4 }) });

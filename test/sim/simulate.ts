@@ -230,6 +230,12 @@ export async function runSchedule(
         case 'redis-flush':
           return redis.flush();
         case 'redis-partial-loss': {
+          if (f.keys !== 'buckets') {
+            // One key alone (evicted, deleted by hand), of the deployment under test.
+            const pattern = `${main.config.redis.keyPrefix}:${f.keys === 'checkpoint' ? '*:checkpoint' : 'fingerprint-key'}`;
+            world.note(`lost ${redis.lose(pattern, (keys) => keys).join(', ') || 'nothing'}`);
+            return;
+          }
           const lost = redis.lose('*:s:*', (keys) => keys.filter((_, i) => (i * 0.618 + f.share) % 1 < f.share));
           world.note(`lost ${lost.length} bucket(s)`);
           return;
