@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
-// Three suites: unit (pure, no I/O), integration (real Redis/Kafka/HTTP), e2e (the whole bridge).
+// Four suites: unit (pure, no I/O), integration (real Redis/Kafka/HTTP), e2e (the whole bridge), simulation (the
+// real loop in a simulated world under seeded fault schedules, test/sim; no I/O, about two minutes).
 // Integration and e2e share one Kafka broker and one Redis started by the global setup.
 export default defineConfig({
   test: {
@@ -32,6 +33,14 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 180_000,
           fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'simulation',
+          include: ['test/sim/**/*.test.ts'],
+          environment: 'node',
+          testTimeout: 300_000,
         },
       },
     ],

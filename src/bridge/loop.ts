@@ -30,6 +30,11 @@ export interface LoopDeps {
   clock?: () => number;
   /** Waits `ms` or until `signal` aborts (rejects then); tests pass a fake that advances a fake clock. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * The lease keeper's waits between renewals (absent: real time); a simulated world passes its virtual clock's,
+   * apart from `sleep` because unit tests' fake `sleep` advances their clock by every wait it is given.
+   */
+  leaseSleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** The backoff jitter's draw in [0, 1); tests pass a constant. */
   random?: () => number;
   /** Called while standing by, after the sweep and any resync went back: frees what only a leader needs. */
@@ -70,6 +75,7 @@ export class BridgeLoop {
       periodMs: Math.max(200, deps.timing.leaseTtlMs / 3),
       logger: deps.logger,
       onLost: () => this.workController.abort(new Error('lease lost')),
+      sleep: deps.leaseSleep,
     });
     this.failures = new FailureLog(deps);
     this.chores = new LeaderChores({ ...deps, clock });

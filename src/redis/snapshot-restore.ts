@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ChangelogCheckpoint } from '../core/changelog.js';
 import { encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
 import { checkpointPairs } from './checkpoint-store.js';
@@ -12,9 +13,16 @@ export type RestoredEntry = readonly [id: number, entry: SnapshotEntry | null, d
 // in bounded batches), then finish fenced with the changelog's checkpoint and the epoch floor. The finish seals the
 // account: its bucket manifest lists every bucket written, so a bucket lost later is told from one never written
 // (see src/redis/lua/commit.lua). A snapshot no changelog can restore is sealed as it stands (seal()).
+// Each batch of entries ends with a new restore token in the checkpoint, and the finish requires the last one: Redis
+// applies (and replicates) one connection's writes in order, so a failover that lost any restored entry lost that
+// token too, and the finish fails (SnapshotLostError: restore again) instead of vouching for entries Redis no
+// longer holds.
 
 /** Writes a restored snapshot of one account. */
 export class SnapshotRestore {
+  /** The restore token the last pipeline of entries wrote (null: none since the last finish). */
+  private token: { id: string; n: number } | null = null;
+
   constructor(
     private readonly redis: BridgeRedis,
     private readonly keys: AccountKeys,
@@ -25,6 +33,7 @@ export class SnapshotRestore {
    * requests stay.
    */
   async clearForRestore(): Promise<void> {
+    this.token = null;
     const keys: string[] = [this.keys.checkpoint, this.keys.count, this.keys.gone, this.keys.manifest];
     for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) keys.push(...found);
     for (let i = 0; i < keys.length; i += 500) await this.redis.unlink(...keys.slice(i, i + 500));
@@ -55,6 +64,8 @@ export class SnapshotRestore {
         throw scriptError(err);
       }
       if (gone.length > 0) await this.redis.hset(this.keys.gone, ...gone);
+      const token = (this.token = { id: this.token?.id ?? randomUUID(), n: (this.token?.n ?? 0) + 1 });
+      await this.redis.hset(this.keys.checkpoint, 'restore_token', `${token.id}:${token.n}`);
     }
   }
 
@@ -110,6 +121,8 @@ export class SnapshotRestore {
       deferredReason: ckpt.deferredReason,
     });
     pairs.push('txn', String(ckpt.txn), 'kafka_cluster', cluster, MARKER, '1');
+    if (this.token) pairs.push('expect_restore', `${this.token.id}:${this.token.n}`, 'restore_token', '');
+    this.token = null;
     for (const [partition, offset] of Object.entries(offsets)) pairs.push(`clo:${partition}`, String(offset));
     await runCommit(this.redis, this.keys, epoch, pairs, [], []);
     if (epoch > ckpt.epoch) return true;

@@ -89,8 +89,14 @@ async function bisect(
     }
   };
   await attempt(changes);
-  // A suspect gets one more try after the rest: a blip of Kafka or Redis must not get a good review quarantined.
-  for (const suspect of suspects.splice(0)) await attempt([suspect.change]);
+  // A suspect gets one more try after the rest, and another as long as one of the tries goes through: a blip of
+  // Kafka or Redis must not get a good review quarantined, also when it ends between two suspects' tries (the later
+  // one's success is no sign that the earlier one, refused by the same blip, is to blame).
+  for (let tries = suspects.splice(0); tries.length > 0;) {
+    const before = succeeded;
+    for (const suspect of tries) await attempt([suspect.change]);
+    tries = succeeded > before ? suspects.splice(0) : [];
+  }
   const blamed = suspects.filter((s) => succeeded > 0 || isRecordRefusal(s.err));
   if (blamed.length < suspects.length) throw suspects.find((s) => !blamed.includes(s))!.err;
   return { published, blamed };

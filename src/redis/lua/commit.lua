@@ -6,7 +6,9 @@
 -- Checkpoint rules: an empty value deletes the field; 'watermark' only ever grows ('watermark_rewind', an operator's
 -- rewind, sets it as it is); the pseudo-field
 -- 'expect_txn' is not written but checked first: the checkpoint's changelog transaction must be that one, or Redis
--- lost commits (a failover to a replica that had not received them) and must be brought up to Kafka first.
+-- lost commits (a failover to a replica that had not received them) and must be brought up to Kafka first; the
+-- pseudo-field 'expect_restore' likewise: the checkpoint's 'restore_token' must be that one, or Redis lost writes
+-- of the restore this commit finishes.
 -- Partial loss: a sealed account (checkpoint field 'm', manifest field 'v') lists every bucket in its manifest and
 -- marks every bucket with a field 'm'. The pseudo-field 'sealed' (not written) asks for a sealed account; the field
 -- 'm' seals it (a restore's finish: the manifest is complete). Some keys gone and others not (eviction, a key
@@ -34,6 +36,10 @@ for i = 3, first_entry - 1, 2 do
     want_sealed = true
   elseif ARGV[i] == 'm' then
     sealing = true
+  elseif ARGV[i] == 'expect_restore' then
+    if redis.call('HGET', KEYS[2], 'restore_token') ~= ARGV[i + 1] then
+      return redis.error_reply('LOST: Redis lost writes of the restore it was to finish')
+    end
   end
 end
 local has_mark = redis.call('HEXISTS', KEYS[2], 'm') == 1
@@ -70,7 +76,7 @@ end
 
 for i = 3, first_entry - 1, 2 do
   local field, value = ARGV[i], ARGV[i + 1]
-  if field == 'expect_txn' or field == 'sealed' then
+  if field == 'expect_txn' or field == 'sealed' or field == 'expect_restore' then
     -- checked above
   elseif value == '' then
     redis.call('HDEL', KEYS[2], field)

@@ -2,8 +2,8 @@ import { EMPTY_CHANGELOG_CHECKPOINT } from '../../../src/core/changelog.js';
 import { describe, expect, it } from 'vitest';
 import { Lease } from '../../../src/redis/lease.js';
 import { accountKeys, connectRedis, ReplicationError, type BridgeRedis } from '../../../src/redis/connection.js';
-import { fingerprint, type SnapshotEntry } from '../../../src/core/snapshot-entry.js';
-import { FencedError, SnapshotStore } from '../../../src/redis/snapshot-store.js';
+import { encodeEntry, fingerprint, type SnapshotEntry } from '../../../src/core/snapshot-entry.js';
+import { FencedError, SnapshotLostError, SnapshotStore } from '../../../src/redis/snapshot-store.js';
 import { redisUrl, uniqueName } from '../../helpers/services.js';
 import { waitFor } from '../../helpers/processes.js';
 import { afterEach } from 'vitest';
@@ -148,6 +148,36 @@ describe('SnapshotStore', () => {
       [7, null],
     ]);
     expect(await store.goneSequences([1, 2, 7])).toEqual(new Map([[1, 5]]));
+  });
+
+  it('refuses to finish a restore whose last restored entries a failover lost (restore token), finishes a whole one', async () => {
+    const { redis, keys, store, lease } = setup();
+    const epoch = await lease.renew();
+    const restored = { ...EMPTY_CHANGELOG_CHECKPOINT, txn: 6, initialDone: true, watermark: 5 };
+    await store.clearForRestore();
+    await store.restoreEntries([
+      [1, entry(1, 1)],
+      [2, entry(2, 1)],
+    ]);
+    await store.restoreEntries([[1, entry(1, 2)]]);
+    // A failover to a replica without the last pipeline of the restore: its entry and its token are gone (Redis
+    // replicates one connection's writes in order), the earlier ones stay: review 1 reads at sequence 1 again.
+    await redis.hset(keys.bucket(0), '1', encodeEntry(entry(1, 1)));
+    const [token] = (await redis.hmget(keys.checkpoint, 'restore_token')) as [string];
+    expect(token).toMatch(/:2$/);
+    await redis.hset(keys.checkpoint, 'restore_token', token.replace(/:2$/, ':1'));
+    await expect(store.restoreFinish(epoch, restored, { 0: 7 }, 'cluster')).rejects.toBeInstanceOf(SnapshotLostError);
+    expect(await store.changelogTxn()).toBe(0);
+    // Restored again, whole: it finishes, and the token is gone from the checkpoint.
+    await store.clearForRestore();
+    await store.restoreEntries([
+      [1, entry(1, 2)],
+      [2, entry(2, 1)],
+    ]);
+    await store.restoreFinish(epoch, restored, { 0: 7 }, 'cluster');
+    expect(await store.changelogTxn()).toBe(6);
+    expect((await store.read([1])).get(1)?.sequence).toBe(2);
+    expect(await redis.hget(keys.checkpoint, 'restore_token')).toBeNull();
   });
 
   it('never moves the watermark back', async () => {

@@ -304,6 +304,29 @@ describe('BridgeLoop', () => {
     await loop.stop();
   });
 
+  it("waits between the lease keeper's renewals on leaseSleep, not on real time (a simulated clock drives them)", async () => {
+    const passes = new ScriptedPasses();
+    const lease = new FakeLease();
+    const keeperWaits: number[] = [];
+    const loop = new BridgeLoop({
+      passes,
+      lease,
+      metrics: testMetrics(),
+      logger: silentLogger,
+      // A lease period of 200 s: on real time the keeper would renew once in this test, on leaseSleep at every wait.
+      timing: { pollIntervalMs: 10_000, sweepIntervalMs: 0, leaseTtlMs: 600_000 },
+      leaseSleep: async (ms) => {
+        keeperWaits.push(ms);
+        await new Promise((r) => setImmediate(r));
+      },
+    });
+    loop.start();
+    await until(() => keeperWaits.length >= 3);
+    await loop.stop();
+    expect(keeperWaits.slice(0, 3)).toEqual([200_000, 200_000, 200_000]);
+    expect(lease.renewals).toBeGreaterThanOrEqual(3);
+  });
+
   it('on stop lets the page in flight finish, closes the sweep, then releases the lease', async () => {
     const passes = new ScriptedPasses();
     passes.sweepRequested = true;

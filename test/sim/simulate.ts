@@ -1,0 +1,382 @@
+import fc from 'fast-check';
+import type { Review } from '../../src/core/review.js';
+import { checkDeployment, type CheckStats, type Violation } from './checker.js';
+import { VirtualClock } from './clock.js';
+import { Deployment, SIM_ENV, type PortWrappers } from './deployment.js';
+import { SimKafka } from './kafka.js';
+import { MUTANTS } from './mutants.js';
+import { DEFAULT_FAULTS, FAULT_PHASE_MS, planArb, QUIET_TAIL_MS, type FaultClass, type Plan } from './plan.js';
+import { SimRedisServer } from './redis.js';
+import { SimUpstream } from './upstream.js';
+import { World, type TraceLine } from './world.js';
+
+// Runs schedules: builds the world of a plan, lets the replicas run under fast-check's scheduler on the virtual
+// clock through the fault phase and the quiet tail, then checks the contract on what Kafka committed.
+
+/** Options of a simulation run. */
+export interface SimulationOptions {
+  /** Enabled fault classes (default DEFAULT_FAULTS). */
+  faults?: readonly FaultClass[];
+  /** A mutant of mutants.ts. */
+  mutant?: string;
+}
+
+/** What one schedule did. */
+export interface ScheduleOutcome {
+  violation: Violation | null;
+  plan: Plan;
+  trace: TraceLine[];
+  steps: number;
+  stats: CheckStats;
+}
+
+const START = Date.UTC(2026, 10, 27, 0, 0, 0);
+const STATUSES = ['PENDING', 'APPROVED', 'REJECTED'];
+// Steps of a schedule beyond which it is a livelock (a healthy schedule takes a few thousand).
+const STEP_LIMIT = 400_000;
+
+/** The fault classes of a run: the given (or default) ones plus the mutant's. */
+export function faultsOf(options: SimulationOptions): Set<FaultClass> {
+  const faults = new Set<FaultClass>(options.faults ?? DEFAULT_FAULTS);
+  if (options.mutant) for (const f of mutant(options.mutant).faults) faults.add(f);
+  return faults;
+}
+
+function mutant(name: string) {
+  const m = MUTANTS[name];
+  if (!m) throw new Error(`unknown mutant ${name} (known: ${Object.keys(MUTANTS).join(', ')})`);
+  return m;
+}
+
+/** A small deterministic generator (mulberry32) for the backoff jitter. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function initialReviews(upstream: SimUpstream, count: number, base: number): void {
+  for (let i = 0; i < count; i++) {
+    const id = base + i * 37;
+    upstream.put({
+      id,
+      updated_date: upstream.now() - 600_000 + i * 1_000,
+      client_publication_status: STATUSES[i % 3]!,
+      pwr_publication_status: STATUSES[(i + 1) % 3]!,
+      headline: `review ${id}`,
+      helpful_votes: 0,
+    });
+  }
+}
+
+/** Runs one schedule on the given scheduler. */
+export async function runSchedule(
+  scheduler: fc.Scheduler,
+  plan: Plan,
+  faults: ReadonlySet<FaultClass>,
+  mutantName?: string,
+): Promise<ScheduleOutcome> {
+  const clock = new VirtualClock(START);
+  const draw = seeded(plan.jitterSeed ^ 0x5eed);
+  const latency = (label: string): number => {
+    const [, system, what] = /^(\S+) ?(\S*)/.exec(label) ?? [];
+    if (system === 'redis') return 1 + Math.floor(draw() * 3);
+    if (system === 'upstream') return 100 + Math.floor(draw() * 500);
+    if (what === 'init') return 20 + Math.floor(draw() * 40);
+    return system === 'kafka' ? 5 + Math.floor(draw() * 20) : 0;
+  };
+  const world = new World(clock, scheduler, START, latency);
+  world.freezeHoldsInit = faults.has('kafka-only-fence');
+  const kafka = new SimKafka(() => clock.now(), Number(SIM_ENV.KAFKA_TRANSACTION_TIMEOUT_MS));
+  const redis = new SimRedisServer(() => clock.now());
+  const wrappers: PortWrappers = mutantName ? mutant(mutantName).wrappers : {};
+  const random = seeded(plan.jitterSeed);
+
+  const upstream = new SimUpstream(world, plan.order, plan.pageSize, plan.clockOffsetMs);
+  initialReviews(upstream, plan.reviews, 1);
+  const main = new Deployment(
+    'main',
+    world,
+    redis,
+    kafka,
+    upstream,
+    { BRIDGE_ACCOUNT: 'acct', UPSTREAM_PAGE_SIZE: String(plan.pageSize) },
+    wrappers,
+    random,
+  );
+  const deployments = [main];
+  let mainStart = 0;
+  if (faults.has('foreign-deployment')) {
+    // A second deployment as docs/operations.md once described it: its own account, event topics and Redis prefix,
+    // the default changelog topic. It starts first, so that the changelog holds its records when ours starts.
+    const otherUpstream = new SimUpstream(world, 'id-asc', 5, 0);
+    initialReviews(otherUpstream, 12, 5);
+    const other = new Deployment(
+      'other',
+      world,
+      redis,
+      kafka,
+      otherUpstream,
+      {
+        BRIDGE_ACCOUNT: 'other',
+        REDIS_KEY_PREFIX: 'other',
+        EVENT_SOURCE: 'urn:reviews-bridge:other',
+        KAFKA_TOPIC_CREATED: 'other.review.created',
+        KAFKA_TOPIC_STATUS_CHANGED: 'other.review.status_changed',
+        KAFKA_TOPIC_UPDATED: 'other.review.updated',
+        KAFKA_TOPIC_DELETED: 'other.review.deleted',
+        KAFKA_TOPIC_STATE: 'other.review.state',
+        KAFKA_TOPIC_DEAD_LETTER: 'other.review.dead-letter',
+        KAFKA_TOPIC_HEARTBEAT: 'other.review.heartbeat',
+      },
+      {},
+      random,
+    );
+    deployments.push(other);
+    other.start(0);
+    mainStart = 20_000;
+  }
+
+  // Upstream changes: applied at their time, visible after their lag.
+  let created = 0;
+  let malformed = 0;
+  for (const change of plan.changes) {
+    clock.at(START + change.at, () => {
+      const ids = [...upstream.reviews.keys()].sort((a, b) => a - b);
+      const id = ids.length > 0 ? ids[change.pick % ids.length]! : null;
+      const prev = id === null ? null : upstream.reviews.get(id)!;
+      const now = upstream.now();
+      const visibleAt = clock.now() + change.lagMs;
+      const next = (fields: Partial<Review>, moves = true): Review => ({
+        ...prev!,
+        ...fields,
+        updated_date: moves ? Math.max(prev!.updated_date + 1, now) : prev!.updated_date,
+      });
+      switch (change.kind) {
+        case 'status':
+          if (prev) {
+            const field = change.pick % 2 === 0 ? 'client_publication_status' : 'pwr_publication_status';
+            const status = STATUSES[(STATUSES.indexOf(String(prev[field])) + 1 + (change.pick % 2)) % 3]!;
+            upstream.put(next({ [field]: status }), visibleAt);
+          }
+          break;
+        case 'edit':
+          if (prev) upstream.put(next({ headline: `${prev.headline ?? ''}!` }), visibleAt);
+          break;
+        case 'silent-edit':
+          if (prev) upstream.put(next({ helpful_votes: (prev.helpful_votes ?? 0) + 1 }, false), visibleAt);
+          break;
+        case 'create': {
+          const nid = 5_000 + ++created * 53;
+          upstream.put(
+            {
+              id: nid,
+              updated_date: now,
+              client_publication_status: 'PENDING',
+              pwr_publication_status: 'PENDING',
+              headline: `review ${nid}`,
+              helpful_votes: 0,
+            },
+            visibleAt,
+          );
+          break;
+        }
+        case 'delete':
+          // Never more than a few at once, so that the deletion guard (a fraction of the account) lets them through.
+          if (id !== null && upstream.deleted.size < plan.reviews / 4) upstream.remove(id);
+          break;
+        case 'malformed': {
+          const mid = 900_000 + ++malformed;
+          const unreadable = change.pick % 2 === 1;
+          upstream.malformed.set(mid, {
+            id: mid,
+            raw: unreadable ? `<not json ${mid}>` : { id: mid, rating: 'x' },
+            reason: unreadable ? 'malformed' : 'schema',
+          });
+          clock.at(clock.now() + 20_000, () => upstream.malformed.delete(mid));
+          break;
+        }
+      }
+    });
+  }
+
+  // Faults.
+  for (const f of plan.faults) {
+    clock.at(START + f.at, () => {
+      world.note(`fault ${JSON.stringify(f)}`);
+      switch (f.kind) {
+        case 'crash': {
+          const replica = main.replicas[f.replica];
+          if (!replica || replica.actor.crashed) return;
+          replica.actor.crashAt = { step: replica.actor.steps + f.afterSteps, after: f.after };
+          const watch = (): void => {
+            if (replica.actor.crashed) clock.at(clock.now() + f.downMs, () => main.start(f.replica));
+            else if (clock.now() < START + FAULT_PHASE_MS) clock.at(clock.now() + 1_000, watch);
+            else replica.actor.crashAt = null;
+          };
+          watch();
+          return;
+        }
+        case 'freeze': {
+          const replica = main.replicas[f.replica];
+          if (replica) replica.actor.frozenUntil = Math.max(replica.actor.frozenUntil, clock.now() + f.ms);
+          return;
+        }
+        case 'redis-flush':
+          return redis.flush();
+        case 'redis-partial-loss': {
+          if (f.keys !== 'buckets') {
+            // One key alone (evicted, deleted by hand), of the deployment under test.
+            const pattern = `${main.config.redis.keyPrefix}:${f.keys === 'checkpoint' ? '*:checkpoint' : 'fingerprint-key'}`;
+            world.note(`lost ${redis.lose(pattern, (keys) => keys).join(', ') || 'nothing'}`);
+            return;
+          }
+          const lost = redis.lose('*:s:*', (keys) => keys.filter((_, i) => (i * 0.618 + f.share) % 1 < f.share));
+          world.note(`lost ${lost.length} bucket(s)`);
+          return;
+        }
+        case 'redis-failover':
+          // Losing a lease write makes two leaders at once: kafka-only-fence (see plan.ts).
+          world.note(
+            `failover lost ${redis.failover(f.writes, faults.has('kafka-only-fence') ? null : /:(lease|epoch)$/)} write(s)`,
+          );
+          return;
+        case 'redis-refuse-writes':
+          redis.refuseWrites =
+            f.reply === 'oom'
+              ? "OOM command not allowed when used memory > 'maxmemory'."
+              : "READONLY You can't write against a read only replica.";
+          clock.at(clock.now() + f.ms, () => (redis.refuseWrites = null));
+          return;
+        case 'kafka-send':
+          kafka.refuseSends = 'NOT_ENOUGH_REPLICAS';
+          clock.at(clock.now() + f.ms, () => (kafka.refuseSends = null));
+          return;
+        case 'kafka-commit-lost':
+          // The next commit loses its answer, and every one within the window.
+          kafka.loseCommits = { landed: f.landed, once: f.ms === 0, sweepOnly: f.sweepOnly };
+          clock.at(clock.now() + f.ms, () => {
+            if (kafka.loseCommits?.once === false) kafka.loseCommits = null;
+          });
+          return;
+        case 'compaction':
+          world.note(`compaction removed ${kafka.compact(main.config.kafka.topics.changelog)} record(s)`);
+          return;
+        case 'upstream-fault':
+          upstream.fault = f.fault;
+          clock.at(clock.now() + f.ms, () => (upstream.fault = null));
+          return;
+      }
+    });
+  }
+  // The faults end with the fault phase: nothing is left refused or armed in the quiet tail.
+  clock.at(START + FAULT_PHASE_MS, () => {
+    redis.refuseWrites = null;
+    kafka.refuseSends = null;
+    kafka.loseCommits = null;
+    upstream.fault = null;
+    world.note('faults end');
+  });
+
+  const startMain = (): void => {
+    for (let r = 0; r < plan.replicas; r++) main.start(r);
+  };
+  if (mainStart === 0) startMain();
+  else clock.at(START + mainStart, startMain);
+
+  // The driver: answer every step the scheduler holds (in its order), and move the clock only when none is left.
+  const end = START + FAULT_PHASE_MS + QUIET_TAIL_MS;
+  let steps = 0;
+  let livelock = false;
+  while (clock.now() < end) {
+    for (;;) {
+      while (scheduler.count() > 0) {
+        await scheduler.waitOne();
+        if (++steps > STEP_LIMIT) break;
+      }
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (scheduler.count() === 0 || steps > STEP_LIMIT) break;
+    }
+    if (steps > STEP_LIMIT) {
+      livelock = true;
+      break;
+    }
+    const next = clock.nextAt();
+    if (next === null || next > end) break;
+    clock.fireNext();
+  }
+  world.over = true;
+  kafka.expire();
+
+  const stats: CheckStats = { events: 0, reviews: 0 };
+  let violation: Violation | null = livelock
+    ? {
+        deployment: 'main',
+        property: 'every final state reached',
+        detail: `no end after ${STEP_LIMIT} steps (a livelock)`,
+      }
+    : null;
+  for (const d of deployments) violation ??= checkDeployment(d.name, d.config, kafka, d.upstream, stats);
+  return { violation, plan, trace: world.trace, steps, stats };
+}
+
+/** One schedule of a run: its seed, its outcome. */
+export interface ScheduleResult extends ScheduleOutcome {
+  seed: number;
+}
+
+/** Runs the schedule of `seed` (fast-check draws the plan and the scheduler from it); no shrinking. */
+export async function runSeed(seed: number, options: SimulationOptions = {}): Promise<ScheduleResult> {
+  const faults = faultsOf(options);
+  let outcome = null as ScheduleOutcome | null;
+  const details = await fc.check(
+    fc.asyncProperty(
+      fc.scheduler(),
+      planArb(faults, options.mutant ? mutant(options.mutant).faults : []),
+      async (s, plan) => {
+        outcome = await runSchedule(s, plan, faults, options.mutant);
+        return outcome.violation === null;
+      },
+    ),
+    { seed, numRuns: 1, endOnFailure: true },
+  );
+  if (!outcome)
+    throw new Error(`schedule ${seed} did not run: ${String(details.errorInstance)}`, { cause: details.errorInstance });
+  return { ...outcome!, seed };
+}
+
+/** The seed of schedule `i` of a run seeded with `seed` (schedule 0 has the run's seed itself). */
+export function scheduleSeed(seed: number, i: number): number {
+  return (seed + i) | 0;
+}
+
+/**
+ * Shrinks the failing schedule of `seed` with fast-check (fewer changes and faults, smaller values, another
+ * order of the scheduler's answers) for at most `seconds`; resolves the smallest failing schedule found.
+ */
+export async function shrinkSeed(
+  seed: number,
+  options: SimulationOptions,
+  seconds: number,
+): Promise<ScheduleOutcome | null> {
+  const faults = faultsOf(options);
+  let smallest: ScheduleOutcome | null = null;
+  await fc.check(
+    fc.asyncProperty(
+      fc.scheduler(),
+      planArb(faults, options.mutant ? mutant(options.mutant).faults : []),
+      async (s, plan) => {
+        const outcome = await runSchedule(s, plan, faults, options.mutant);
+        if (outcome.violation) smallest = outcome;
+        return outcome.violation === null;
+      },
+    ),
+    { seed, numRuns: 1, interruptAfterTimeLimit: seconds * 1000, markInterruptAsFailure: false },
+  );
+  return smallest;
+}

@@ -1,0 +1,167 @@
+import { UpstreamError } from '../../src/core/errors.js';
+import type { Review } from '../../src/core/review.js';
+import type { Reject } from '../../src/core/reject.js';
+import type { ListOptions, Page, ReviewSource } from '../../src/upstream/types.js';
+import type { Actor, World } from './world.js';
+
+// The simulated upstream: the reviews as they are (the truth the checker compares the feed with) and every version
+// each review ever had, a listing in one of several orders with keyset cursors, changes that become visible a little
+// after their updated_date, malformed records for a while, a clock of its own (an offset from the world's), and
+// faults (throttling, server errors) while a fault window is open.
+
+/** How the listing is sorted. */
+export type ListingOrder = 'id-asc' | 'id-desc' | 'updated-asc';
+
+/** A malformed record listed for a while (an id the reviews never use). */
+interface Malformed {
+  id: number;
+  raw: unknown;
+  reason: Reject['reason'];
+}
+
+/** The upstream service of one account. */
+export class SimUpstream {
+  /** The newest version of every review (the final state the feed must reach). */
+  readonly reviews = new Map<number, Review>();
+  /** Every version of every review, in order. */
+  readonly history = new Map<number, Review[]>();
+  /** When each version becomes visible in the listing (changes show up a little after their updated_date). */
+  private readonly visibleAt = new Map<Review, number>();
+  /** Reviews deleted upstream (they never come back in these schedules). */
+  readonly deleted = new Set<number>();
+  readonly malformed = new Map<number, Malformed>();
+  /** Requests fail with this kind while set. */
+  fault: 'throttled' | 'server' | 'network' | null = null;
+  requests = 0;
+
+  constructor(
+    private readonly world: World,
+    readonly order: ListingOrder,
+    readonly pageSize: number,
+    /** The upstream's clock minus the world's (ms). */
+    readonly clockOffsetMs: number,
+  ) {}
+
+  /** The upstream's own time. */
+  now(): number {
+    return this.world.clock.now() + this.clockOffsetMs;
+  }
+
+  /** Stores a version of a review (create or change), listed from `visibleAt` on. */
+  put(review: Review, visibleAt = 0): void {
+    this.reviews.set(review.id, review);
+    this.visibleAt.set(review, visibleAt);
+    let h = this.history.get(review.id);
+    if (!h) this.history.set(review.id, (h = []));
+    h.push(review);
+  }
+
+  /** The newest version of a review the listing shows now (null: none visible yet). */
+  private visible(id: number): Review | null {
+    const versions = this.history.get(id) ?? [];
+    const now = this.world.clock.now();
+    for (let i = versions.length - 1; i >= 0; i--) if (this.visibleAt.get(versions[i]!)! <= now) return versions[i]!;
+    return null;
+  }
+
+  remove(id: number): void {
+    if (this.reviews.delete(id)) this.deleted.add(id);
+  }
+
+  /** The listing's records, sorted (reviews and malformed records, each with its sort key). */
+  private listing(since: number | undefined): Array<{ id: number; at: number; record: Review | Malformed }> {
+    const rows: Array<{ id: number; at: number; record: Review | Malformed }> = [];
+    for (const id of this.reviews.keys()) {
+      const r = this.visible(id);
+      if (r && (since === undefined || r.updated_date >= since)) rows.push({ id: r.id, at: r.updated_date, record: r });
+    }
+    // Malformed records have no readable date: listed by every full read, and by polls too (as an API would).
+    for (const m of this.malformed.values()) rows.push({ id: m.id, at: this.now(), record: m });
+    const cmp =
+      this.order === 'id-asc'
+        ? (a: { id: number }, b: { id: number }) => a.id - b.id
+        : this.order === 'id-desc'
+          ? (a: { id: number }, b: { id: number }) => b.id - a.id
+          : (a: { id: number; at: number }, b: { id: number; at: number }) => a.at - b.at || a.id - b.id;
+    return rows.sort(cmp);
+  }
+
+  /** The keyset cursor after a row, and whether a row comes after a cursor. */
+  private after(row: { id: number; at: number }, cursor: string | null | undefined): boolean {
+    if (!cursor) return true;
+    const [at, id] = cursor.split(':').map(Number) as [number, number];
+    if (this.order === 'id-asc') return row.id > id;
+    if (this.order === 'id-desc') return row.id < id;
+    return row.at > at || (row.at === at && row.id > id);
+  }
+
+  /** One page request: `since`/`cursor` as the listing's parameters. */
+  page(since: number | undefined, cursor: string | null | undefined, fetchedAt: number): Page {
+    this.requests += 1;
+    if (this.fault) {
+      throw new UpstreamError(this.fault, `simulated upstream fault: ${this.fault}`, {
+        endpoint: 'reviews',
+        status: this.fault === 'throttled' ? 503 : this.fault === 'server' ? 500 : undefined,
+        final: true,
+      });
+    }
+    const rows = this.listing(since).filter((r) => this.after(r, cursor));
+    const taken = rows.slice(0, this.pageSize);
+    const last = taken.at(-1);
+    const nextCursor = rows.length > taken.length && last ? `${last.at}:${last.id}` : null;
+    const reviews: Review[] = [];
+    const rejects: Reject[] = [];
+    taken.forEach((row, position) => {
+      if ('raw' in row.record) {
+        const m = row.record as Malformed;
+        rejects.push({
+          id: m.reason === 'malformed' ? null : String(m.id),
+          reason: m.reason,
+          detail: 'rating:invalid_type',
+          raw: m.raw,
+          position,
+        });
+      } else reviews.push(structuredClone(row.record));
+    });
+    const upstreamAt = this.now();
+    return { cursor: cursor ?? null, nextCursor, reviews, rejects, fetchedAt, upstreamAt, receivedAt: fetchedAt };
+  }
+}
+
+/** A replica's view of the upstream (its ReviewSource): each page is one step of the replica. */
+export class SimSource implements ReviewSource {
+  private seen: number | null = null;
+
+  constructor(
+    private readonly world: World,
+    private readonly actor: Actor,
+    private readonly upstream: SimUpstream,
+  ) {}
+
+  pages(options: ListOptions): AsyncIterable<Page> {
+    return { [Symbol.asyncIterator]: () => this.walk(options) };
+  }
+
+  private async *walk(options: ListOptions): AsyncGenerator<Page> {
+    let cursor = options.cursor ?? null;
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const fetchedAt = this.world.clock.now();
+      const page = await this.world.step(this.actor, `upstream page ${options.kind}`, () =>
+        this.upstream.page(options.updatedSince, cursor, fetchedAt),
+      );
+      this.seen = page.upstreamAt ?? null;
+      yield page;
+      if (page.nextCursor === null) return;
+      cursor = page.nextCursor;
+    }
+  }
+
+  upstreamNow(): number | null {
+    return this.seen === null ? null : this.upstream.now();
+  }
+
+  async checkCredentials(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
