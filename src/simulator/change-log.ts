@@ -24,6 +24,8 @@ export class ChangeLog {
 
   /** Records that review `id` moved to updated_date `stamp` (from nextStamp). */
   append(id: number, stamp: number): void {
+    // A late change pushed past its review's own stamp may lie after the stamp handed out next: keep stamp order.
+    if (this.stamps.length > 0 && (this.stamps.at(-1) as number) > stamp) return this.insert(id, stamp);
     this.ids.push(id);
     this.stamps.push(stamp);
   }
