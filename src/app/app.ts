@@ -90,7 +90,8 @@ export async function startApp(
   );
   const redis = connectRedisFromConfig(first.redis);
   const durability = await watchDurability(redis, first.redis, logger, clock);
-  await warnAboutEviction(redis, logger);
+  // In the background: a Redis that refuses the login (or is away) must not hold up /healthz and /readyz.
+  void warnAboutEviction(redis, logger);
   const dependencies = new DependencyMonitor({ logger, now: () => clock.now() });
   // The event contracts (SCHEMA_REGISTRY_URL): registered before any account starts, so that every event names
   // its registered schema; the accounts' publishers take them from here.

@@ -322,8 +322,12 @@ describe('secrets never leak from the running bridge', () => {
     ).catch((err: unknown) => {
       throw new Error(`${String(err)}; log tail:\n${child.log().slice(-3000)}`);
     });
-    const bodies = await Promise.all(
-      ['/healthz', '/readyz'].map((p) => fetch(`http://127.0.0.1:${port}${p}`).then((r) => r.text())),
+    // The failures can be logged before the HTTP server listens (the dependency checks start first): wait for it.
+    const bodies = await waitFor(
+      () =>
+        Promise.all(['/healthz', '/readyz'].map((p) => fetch(`http://127.0.0.1:${port}${p}`).then((r) => r.text()))),
+      30_000,
+      `${name}: /healthz and /readyz answering`,
     );
     await child.stop(10_000);
     return { output: child.log(), health: bodies.join('\n') };
