@@ -303,6 +303,9 @@ describe('upstream transport', () => {
 });
 
 describe('secrets never leak from the running bridge', () => {
+  // How the probes report a failure: the loop's last error kind (/healthz), or not ready (/readyz).
+  const REPORTED = /"lastError":"[A-Za-z]+|"status":"not_ready"/;
+
   async function runUntilFailing(name: string, env: Record<string, string>, failure: RegExp) {
     const port = await freePort();
     const child: Child = spawnBridge(
@@ -322,12 +325,17 @@ describe('secrets never leak from the running bridge', () => {
     ).catch((err: unknown) => {
       throw new Error(`${String(err)}; log tail:\n${child.log().slice(-3000)}`);
     });
-    // The failures can be logged before the HTTP server listens (the dependency checks start first): wait for it.
+    // The failures can be logged before the HTTP server listens (the dependency checks start first), and before the
+    // loop or the dependency monitor reports them: wait until the probes say so (by kind; the secret is checked below).
     const bodies = await waitFor(
-      () =>
-        Promise.all(['/healthz', '/readyz'].map((p) => fetch(`http://127.0.0.1:${port}${p}`).then((r) => r.text()))),
+      async () => {
+        const answers = await Promise.all(
+          ['/healthz', '/readyz'].map((p) => fetch(`http://127.0.0.1:${port}${p}`).then((r) => r.text())),
+        );
+        return REPORTED.test(answers.join('\n')) ? answers : undefined;
+      },
       30_000,
-      `${name}: /healthz and /readyz answering`,
+      `${name}: /healthz or /readyz reporting the failure`,
     );
     await child.stop(10_000);
     return { output: child.log(), health: bodies.join('\n') };
@@ -376,7 +384,7 @@ describe('secrets never leak from the running bridge', () => {
       expect(run.output).not.toContain(secret);
       expect(run.health).not.toContain(secret);
       // The error is still reported, by kind.
-      expect(run.health).toMatch(/"lastError":"[A-Za-z]+|"status":"not_ready"/);
+      expect(run.health).toMatch(REPORTED);
     }
     expect(runs[0]!.output).toMatch(/WRONGPASS|NOAUTH|ReplyError|MaxRetriesPerRequest/);
     expect(runs[1]!.output).toMatch(/SASL/);
