@@ -1,3 +1,4 @@
+import { DEFERRAL_REASONS } from '../core/deletion-inference.js';
 import { KNOWN_STATUSES, PASS_TYPES, isPassType, type PassType } from '../core/domain.js';
 import { EVENT_TYPES } from '../core/events.js';
 import { STATUS_FIELDS } from '../core/review.js';
@@ -86,15 +87,12 @@ export class StatusLabels {
   }
 }
 
+// The retry reasons the upstream client gives (a first vocabulary; others are admitted up to the bound).
+const PRESET_RETRY_REASONS = ['status_429', 'status_503', 'timeout', 'connection', 'truncated'] as const;
+
 /** The retry reasons' vocabulary: the usual ones admitted up front, a few more as they come, then 'other'. */
 export function retryReasonVocabulary(): BoundedVocabulary {
-  return new BoundedVocabulary(MAX_FREE_LABEL_VALUES, [
-    'status_429',
-    'status_503',
-    'timeout',
-    'connection',
-    'truncated',
-  ]);
+  return new BoundedVocabulary(MAX_FREE_LABEL_VALUES, PRESET_RETRY_REASONS);
 }
 
 /** The pass type label of a pass (anything unknown counts as a poll). */
@@ -108,11 +106,17 @@ export function passLabel(pass: string): PassType {
 export function presetSeries(m: Instruments, statuses: readonly string[]): void {
   for (const endpoint of ENDPOINTS) {
     for (const status of PRESET_REQUEST_STATUSES) m.upstreamRequests.inc({ endpoint, status }, 0);
+    for (const reason of PRESET_RETRY_REASONS) m.upstreamRetries.inc({ endpoint, reason }, 0);
+    // Histograms too: a dashboard panel on a fresh or idle bridge then shows an empty histogram, not "no data".
+    m.upstreamDuration.zero({ endpoint });
   }
+  for (const reason of DEFERRAL_REASONS) m.deletionDeferredTotal.inc({ reason }, 0);
   for (const status of THROTTLE_STATUSES) m.upstreamThrottled.inc({ status }, 0);
   for (const reason of PAGE_SHRINK_REASONS) m.pageShrinks.inc({ reason }, 0);
   for (const outcome of TOKEN_OUTCOMES) m.tokenRefreshes.inc({ outcome }, 0);
   for (const pass of PASS_TYPES) {
+    m.passDuration.zero({ pass });
+    m.limiterWait.zero({ pass });
     m.reviewsProcessedTotal.inc({ pass }, 0);
     for (const outcome of PASS_OUTCOMES) m.passes.inc({ pass, outcome }, 0);
   }

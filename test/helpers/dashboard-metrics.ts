@@ -10,6 +10,8 @@ import { parse as parseYaml } from 'yaml';
 export interface QueryRef {
   where: string;
   expr: string;
+  /** A panel target's legend format (which line of the panel it draws). */
+  legend?: string;
 }
 
 /** Repository-relative paths of the files whose queries must only use exported metrics. */
@@ -66,7 +68,7 @@ export function templateQueryMetricNames(query: string): string[] {
 
 interface PanelLike {
   title?: string;
-  targets?: { expr?: unknown }[];
+  targets?: { expr?: unknown; legendFormat?: unknown }[];
   panels?: PanelLike[];
 }
 
@@ -78,7 +80,8 @@ export function dashboardQueries(dashboard: unknown): { queries: QueryRef[]; tem
     for (const p of panels ?? []) {
       for (const t of p.targets ?? []) {
         if (typeof t.expr === 'string' && t.expr.trim() !== '') {
-          queries.push({ where: `dashboard panel "${p.title ?? '?'}"`, expr: t.expr });
+          const legend = typeof t.legendFormat === 'string' ? t.legendFormat : '';
+          queries.push({ where: `dashboard panel "${p.title ?? '?'}"`, expr: t.expr, legend });
         }
       }
       walk(p.panels);
@@ -139,6 +142,16 @@ export function exportedNamesFromText(text: string): Set<string> {
       if (kind === 'summary') for (const s of ['_sum', '_count']) names.add(name + s);
       continue;
     }
+    const sampleName = /^([a-zA-Z_:][\w:]*)[{\s]/.exec(line);
+    if (sampleName?.[1]) names.add(sampleName[1]);
+  }
+  return names;
+}
+
+/** Names that have at least one sample in this exposition text (a `# TYPE` line alone does not count). */
+export function sampledNamesFromText(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const line of text.split('\n')) {
     const sampleName = /^([a-zA-Z_:][\w:]*)[{\s]/.exec(line);
     if (sampleName?.[1]) names.add(sampleName[1]);
   }
