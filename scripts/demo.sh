@@ -6,6 +6,9 @@
 # Usage: npm run demo            (DEMO_SECONDS=60 DEMO_REVIEWS=5000 by default)
 #        DEMO_REGISTRY=1 npm run demo   also starts a schema registry (scripts/registry.sh, Java 21+) and runs the
 #        bridge with SCHEMA_REGISTRY_URL: a subject per topic, every event's dataschema naming its schema
+#        DEMO_MONITORING=1 npm run demo also starts Prometheus and Alertmanager (scripts/monitoring.sh) on the shipped
+#        alert rules (every `for` capped at 10 s so that alerts fire within the demo), sends a burst of rejections,
+#        and ends by printing the alerts Alertmanager delivered and the Prometheus and Alertmanager URLs
 set -euo pipefail
 LOG_NAME=demo
 # shellcheck source=scripts/lib.sh
@@ -31,6 +34,7 @@ cleanup() {
   for pid in "${pids[@]+"${pids[@]}"}"; do wait "$pid" 2>/dev/null || true; done
   bash scripts/services.sh down || true
   if [[ -n "${REGISTRY_PORT:-}" ]]; then bash scripts/registry.sh stop "$REGISTRY_PORT" || true; fi
+  if [[ -n "${MONITORING:-}" ]]; then bash scripts/monitoring.sh stop demo || true; fi
 }
 trap cleanup EXIT
 bash scripts/services.sh up
@@ -57,9 +61,36 @@ if [[ -z "${UPSTREAM_BASE_URL:-}" ]]; then
 fi
 
 export BRIDGE_ACCOUNT="${BRIDGE_ACCOUNT:-demo-$(date +%s)}" POLL_INTERVAL_MS="${POLL_INTERVAL_MS:-2000}" POLL_OVERLAP_MS="${POLL_OVERLAP_MS:-60000}" HTTP_PORT="${HTTP_PORT:-19464}" HTTP_HOST=127.0.0.1
+
 say "starting the bridge (account $BRIDGE_ACCOUNT; metrics on http://127.0.0.1:$HTTP_PORT/metrics; log in $RUN/bridge.log)"
 $TSX src/cli.ts run >"$RUN/bridge.log" 2>&1 &
 pids+=($!)
+if [[ -n "${DEMO_MONITORING:-}" && "${DEMO_MONITORING}" != 0 ]]; then
+  # Prometheus starts once the bridge serves /metrics: before, it would see no bridge (ReviewsBridgeMetricsAbsent).
+  for _ in $(seq 300); do curl -fs -o /dev/null "http://127.0.0.1:$HTTP_PORT/metrics" && break; sleep 0.2; done
+  # Alertmanager's webhook: every notification appended to alerts.jsonl as it arrives, and said on the console.
+  HOOK_PORT="$(free_port)"
+  : >"$RUN/alerts.jsonl"
+  node -e '
+    const fs = require("fs");
+    require("http").createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        fs.appendFileSync(process.argv[1], body.replace(/\n/g, " ") + "\n");
+        for (const a of JSON.parse(body).alerts ?? []) console.log(`\x1b[1malert ${a.status}: ${a.labels.alertname} (account ${a.labels.account ?? "-"})\x1b[0m: ${a.annotations.summary ?? ""}`);
+        res.end();
+      });
+    }).listen(Number(process.argv[2]), "127.0.0.1");' "$RUN/alerts.jsonl" "$HOOK_PORT" &
+  pids+=($!)
+  say "starting Prometheus and Alertmanager on the shipped rules (every 'for' capped at 10 s for the demo)"
+  MONITORING=1
+  bash scripts/monitoring.sh start demo --targets "127.0.0.1:$HTTP_PORT" --webhook "http://127.0.0.1:$HOOK_PORT/" \
+    --interval 2s --for-at-most 10s >"$RUN/monitoring.env"
+  # shellcheck disable=SC1091
+  source "$RUN/monitoring.env"
+  say "Prometheus: $PROMETHEUS_URL   Alertmanager: $ALERTMANAGER_URL"
+fi
 say "watching the topics with a real consumer"
 $TSX scripts/watch-events.ts &
 pids+=($!)
@@ -78,6 +109,10 @@ if [[ -n "${SIMULATED:-}" ]]; then
   ctl POST /reviews/14/status '{"client":"APPROVED","pwr":"APPROVED"}'
   ctl POST /reviews '{"headline":"Brand new review from the demo","rating":5}'
   ctl PATCH /reviews/15 '{"comments":"edited in the demo: invisible to incremental polls","rating":2}'
+  if [[ -n "${MONITORING:-}" ]]; then
+    say "a burst of rejections (reviews 101-140 to REJECTED): ReviewsBridgeRejectedSpike should fire"
+    for id in $(seq 101 140); do ctl POST "/reviews/$id/status" '{"client":"REJECTED"}'; done
+  fi
   sleep 6
   say "asking for a reconciliation sweep (catches the edit of review 15)"
   $TSX src/cli.ts sweep
@@ -96,3 +131,21 @@ if [[ -n "${SCHEMA_REGISTRY_URL:-}" && -n "${REGISTRY_PORT:-}" ]]; then
 fi
 say "a few metrics"
 curl -s "http://127.0.0.1:$HTTP_PORT/metrics" | grep -E '^reviews_bridge_(events_published_total|reviews_processed_total|dead_letter_records_total|status_transitions_total|passes_total|watermark_lag_seconds)' | grep -v ' 0$' | head -30 || true  # head closes the pipe early: not a failure
+if [[ -n "${MONITORING:-}" ]]; then
+  if [[ -n "${SIMULATED:-}" ]]; then
+    # Evaluation every 2 s, `for` 10 s, Alertmanager's group wait 2 s: the spike arrives well within a minute.
+    for _ in $(seq 60); do grep -q ReviewsBridgeRejectedSpike "$RUN/alerts.jsonl" && break; sleep 1; done
+  fi
+  say "alerts Alertmanager delivered to the webhook ($RUN/alerts.jsonl)"
+  node -e '
+    const seen = new Map();
+    for (const line of require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean)) {
+      for (const a of JSON.parse(line).alerts ?? []) {
+        const labels = Object.entries(a.labels).filter(([k]) => k !== "alertname").map(([k, v]) => `${k}=${v}`).join(" ");
+        seen.set(`${a.labels.alertname} ${labels}`, `${a.status}: ${a.annotations.summary ?? ""}`);
+      }
+    }
+    if (seen.size === 0) console.log("(none)");
+    for (const [k, v] of seen) console.log(`  ${k}\n    ${v}`);' "$RUN/alerts.jsonl"
+  say "Prometheus: $PROMETHEUS_URL (alerts: $PROMETHEUS_URL/api/v1/alerts)   Alertmanager: $ALERTMANAGER_URL (alerts: $ALERTMANAGER_URL/api/v2/alerts); both stop now"
+fi

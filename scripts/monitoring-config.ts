@@ -5,8 +5,9 @@ import { parse as parseYaml, stringify } from 'yaml';
 
 // The configuration files of the monitoring stack scripts/monitoring.sh runs: Prometheus's derived from the shipped
 // deploy/prometheus/prometheus.yml (same jobs and rule file, the bridge's targets given instead of the compose
-// stack's DNS names, the intervals of the caller), and an Alertmanager that sends every alert to one webhook.
-// Pure functions (the test derives its configuration the same way), plus a small command line for the script.
+// stack's DNS names, the intervals of the caller), an Alertmanager that sends every alert to one webhook, and a
+// copy of the alert rules with shorter `for` durations for tests and the demo (derived, so it cannot drift).
+// Pure functions (the e2e test derives its rules the same way), plus a small command line for the script.
 
 /** Repository-relative path of the shipped Prometheus configuration the stack derives its own from. */
 export const SHIPPED_PROMETHEUS = 'deploy/prometheus/prometheus.yml';
@@ -82,6 +83,71 @@ export function alertmanagerConfig(webhookUrl: string, interval: string): string
   return `# Written by scripts/monitoring.sh: every alert to the caller's webhook.\n${stringify(config)}`;
 }
 
+/** One alert rule as written in a rules file. */
+export interface AlertRule {
+  alert: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+interface RulesFile {
+  groups: { name: string; rules: (AlertRule | { record: string })[] }[];
+}
+
+/** The alert rules of a rules file's text, by name. */
+export function alertRules(yaml: string): Map<string, AlertRule> {
+  const doc = parseYaml(yaml) as RulesFile;
+  const out = new Map<string, AlertRule>();
+  for (const g of doc.groups) for (const r of g.rules) if ('alert' in r) out.set(r.alert, r);
+  return out;
+}
+
+/** Seconds of a Prometheus duration of one unit (5m, 2h, 1d). */
+export function durationSeconds(d: string): number {
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(d);
+  if (!m) throw new Error(`not a one-unit duration: '${d}'`);
+  const unit = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd'];
+  return Number(m[1]) * unit;
+}
+
+/**
+ * A copy of a rules file with the `for` of the named alerts replaced ('*': every alert that has a `for` longer than
+ * the given one), every other byte of every rule kept; and, only where a test cannot wait for a threshold written
+ * into an expression, one exact substring of that expression replaced (`exprEdits`: it must occur exactly once).
+ */
+export function rulesWithShorterFor(
+  yaml: string,
+  forOf: Record<string, string>,
+  exprEdits: Record<string, { from: string; to: string }> = {},
+): string {
+  const doc = parseYaml(yaml) as RulesFile;
+  const seen = new Set<string>();
+  const every = forOf['*'];
+  for (const g of doc.groups) {
+    for (const r of g.rules) {
+      if (!('alert' in r)) continue;
+      const shorter = forOf[r.alert];
+      if (shorter !== undefined) {
+        r.for = shorter;
+        seen.add(r.alert);
+      } else if (every !== undefined && r.for !== undefined && durationSeconds(r.for) > durationSeconds(every)) {
+        r.for = every;
+      }
+      const edit = exprEdits[r.alert];
+      if (edit) {
+        const count = r.expr.split(edit.from).length - 1;
+        if (count !== 1) throw new Error(`${r.alert}: '${edit.from}' occurs ${count} times in its expression`);
+        r.expr = r.expr.replace(edit.from, edit.to);
+      }
+    }
+  }
+  const missing = Object.keys(forOf).filter((a) => a !== '*' && !seen.has(a));
+  if (missing.length > 0) throw new Error(`no such alert in the rules: ${missing.join(', ')}`);
+  return stringify(doc, { lineWidth: 0 });
+}
+
 function main(argv: string[]): void {
   const [kind, ...rest] = argv;
   const { values } = parseArgs({
@@ -94,6 +160,7 @@ function main(argv: string[]): void {
       interval: { type: 'string', default: '15s' },
       rules: { type: 'string', default: 'alerts.yml' },
       webhook: { type: 'string', default: '' },
+      'for-at-most': { type: 'string', default: '' },
     },
   });
   if (kind === 'prometheus') {
@@ -110,8 +177,12 @@ function main(argv: string[]): void {
     );
   } else if (kind === 'alertmanager') {
     process.stdout.write(alertmanagerConfig(values.webhook, values.interval));
+  } else if (kind === 'rules') {
+    const yaml = readFileSync(values.rules, 'utf8');
+    const cap = values['for-at-most'];
+    process.stdout.write(cap === '' ? yaml : rulesWithShorterFor(yaml, { '*': cap }));
   } else {
-    throw new Error('usage: monitoring-config.ts prometheus|alertmanager [options]');
+    throw new Error('usage: monitoring-config.ts prometheus|alertmanager|rules [options]');
   }
 }
 

@@ -3,7 +3,7 @@
 # webhook, for tests and the demo. Both come from Debian's `prometheus` and `prometheus-alertmanager` packages.
 #
 # Usage: scripts/monitoring.sh VERB [NAME] [OPTIONS]      NAME (default: default) keys .run/monitoring-NAME/
-#   start  [NAME] --targets HOST:PORT[,...] --webhook URL [--interval 15s] [--rules FILE]
+#   start  [NAME] --targets HOST:PORT[,...] --webhook URL [--interval 15s] [--rules FILE] [--for-at-most DURATION]
 #                 [--prometheus-port N] [--alertmanager-port N]
 #                 start both (free ports unless given) and wait until they are ready; prints PROMETHEUS_URL=...
 #                 and ALERTMANAGER_URL=... on stdout (also written to .run/monitoring-NAME/monitoring.env)
@@ -12,6 +12,8 @@
 # --targets: the /metrics addresses of the bridge's replicas (job reviews-bridge). --webhook: the receiver every
 # alert goes to. --interval: scrape and rule-evaluation interval, and Alertmanager's group wait (tests use 1s; the
 # shipped deploy/prometheus/prometheus.yml says 15s). --rules: the rule file (default deploy/prometheus/alerts.yml).
+# --for-at-most: caps every rule's `for` in the copy Prometheus loads (the demo: alerts fire within its minute);
+# expressions, labels and annotations stay as written.
 # The Prometheus configuration is derived from deploy/prometheus/prometheus.yml (scripts/monitoring-config.ts).
 # Binaries: PROMETHEUS_BIN / ALERTMANAGER_BIN, else on PATH, else installed with apt-get (root on Debian; the
 # packages' own services are not used: these servers run as the caller, on the ports chosen here).
@@ -82,7 +84,7 @@ stop_all() {
 }
 
 start() {
-  local name run targets="" webhook="" interval=15s rules="$ROOT/deploy/prometheus/alerts.yml" pport="" aport=""
+  local name run targets="" webhook="" interval=15s rules="$ROOT/deploy/prometheus/alerts.yml" pport="" aport="" for_cap=""
   if [[ "${1:-}" == --* ]]; then name=default; else
     name="$(name_arg "${1:-}")"
     shift || true
@@ -93,6 +95,7 @@ start() {
       --webhook) webhook="${2:-}" ;;
       --interval) interval="${2:-}" ;;
       --rules) rules="${2:-}" ;;
+      --for-at-most) for_cap="${2:-}" ;;
       --prometheus-port) pport="$(port_arg "${2:-}")" ;;
       --alertmanager-port) aport="$(port_arg "${2:-}")" ;;
       *) die "unknown option '$1' (see scripts/monitoring.sh without arguments)" ;;
@@ -115,8 +118,9 @@ start() {
   done
   rm -rf "$run"
   mkdir -p "$run"
-  cp "$rules" "$run/alerts.yml"
   local tsx=(node --import tsx "$ROOT/scripts/monitoring-config.ts")
+  (cd "$ROOT" && "${tsx[@]}" rules --rules "$rules" --for-at-most "$for_cap" >"$run/alerts.yml") ||
+    die "could not read the rules '$rules'"
   (cd "$ROOT" && "${tsx[@]}" prometheus --targets "$targets" --alertmanager "127.0.0.1:$aport" \
     --self "127.0.0.1:$pport" --interval "$interval" --rules alerts.yml >"$run/prometheus.yml") ||
     die "could not write the Prometheus configuration"

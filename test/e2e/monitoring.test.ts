@@ -196,9 +196,7 @@ describe('alerts through a live Prometheus and Alertmanager', () => {
       const trafficFrom = Date.now() / 1000;
       await waitFor(
         async () => {
-          const polled = await valueOf(
-            'max by (account) (reviews_bridge_last_incremental_poll_timestamp_seconds) > 0',
-          );
+          const polled = await valueOf('max by (account) (reviews_bridge_last_incremental_poll_timestamp_seconds) > 0');
           const zero = await valueOf(
             'sum by (account) (reviews_bridge_status_transitions_total{to="rejected", from!="none"}) == 0',
           );
@@ -224,7 +222,9 @@ describe('alerts through a live Prometheus and Alertmanager', () => {
       const webhook = (alertname: string, account: string) =>
         waitFor(() => delivered(receiver, alertname, account), 30_000, `${alertname} of ${account} at the webhook`);
       const silentFor = async (alertname: string, account: string) => {
-        expect((await promAlerts(prom)).filter((a) => a.labels.alertname === alertname && a.labels.account === account)).toEqual([]);
+        expect(
+          (await promAlerts(prom)).filter((a) => a.labels.alertname === alertname && a.labels.account === account),
+        ).toEqual([]);
         expect(delivered(receiver, alertname, account)).toBeUndefined();
       };
 
@@ -300,12 +300,18 @@ async function everyPanelAnswers(prom: string, from: number, oneAccount: string)
   const dashboard: unknown = JSON.parse(readFileSync(join(ROOT, DEPLOY_QUERY_FILES.dashboard), 'utf8'));
   const { queries, templateQueries } = dashboardQueries(dashboard);
   expect(queries.length).toBeGreaterThan(30);
-  // The account variable: label_values(reviews_bridge_leader, account).
-  expect(templateQueries.map((q) => q.expr)).toEqual(['label_values(reviews_bridge_leader, account)']);
-  const accounts = (await (
-    await fetch(`${prom}/api/v1/label/account/values?match[]=reviews_bridge_leader`)
-  ).json()) as { data: string[] };
-  expect(accounts.data).toContain(oneAccount);
+  // Template variables answer too (the data-source variable's "query" is a data-source type, not PromQL).
+  const labelQueries = templateQueries.filter((q) => q.expr.startsWith('label_values('));
+  expect(labelQueries.map((q) => q.where)).toContain('dashboard variable "account"');
+  for (const q of labelQueries) {
+    const [, metric, label] = /^label_values\(\s*([^,]+?)\s*,\s*(\w+)\s*\)$/.exec(q.expr) ?? [];
+    expect(metric, q.expr).toBeDefined();
+    const values = (await (
+      await fetch(`${prom}/api/v1/label/${label}/values?match[]=${encodeURIComponent(metric!)}`)
+    ).json()) as { data: string[] };
+    if (q.where === 'dashboard variable "account"') expect(values.data).toContain(oneAccount);
+    expect(values.data.length, q.where).toBeGreaterThan(0);
+  }
 
   const end = Date.now() / 1000;
   const empty: string[] = [];

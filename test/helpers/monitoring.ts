@@ -2,8 +2,9 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { parse as parseYaml, stringify } from 'yaml';
 import { ROOT, runDir, script } from './processes.js';
+
+export { alertRules, rulesWithShorterFor, type AlertRule } from '../../scripts/monitoring-config.js';
 
 // The monitoring stack of scripts/monitoring.sh seen from a test: a Prometheus and an Alertmanager started for one
 // test, a webhook receiver that records what Alertmanager sends, the test's copy of the shipped alert rules (only
@@ -11,61 +12,6 @@ import { ROOT, runDir, script } from './processes.js';
 
 /** Repository-relative path of the shipped alert rules. */
 export const ALERT_RULES = 'deploy/prometheus/alerts.yml';
-
-/** One alert rule as written in the rules file. */
-export interface AlertRule {
-  alert: string;
-  expr: string;
-  for?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-}
-
-interface RulesFile {
-  groups: { name: string; rules: (AlertRule | { record: string })[] }[];
-}
-
-/** The alert rules of a rules file's text, by name. */
-export function alertRules(yaml: string): Map<string, AlertRule> {
-  const doc = parseYaml(yaml) as RulesFile;
-  const out = new Map<string, AlertRule>();
-  for (const g of doc.groups) for (const r of g.rules) if ('alert' in r) out.set(r.alert, r);
-  return out;
-}
-
-/**
- * A copy of a rules file with the `for` of the named alerts replaced (every other byte of every rule kept), and,
- * only where a test cannot wait for a threshold written into an expression, one exact substring of that expression
- * replaced (`exprEdits`: the substring must occur exactly once). Derived at run time so that it cannot drift from
- * the shipped rules.
- */
-export function rulesWithShorterFor(
-  yaml: string,
-  forOf: Record<string, string>,
-  exprEdits: Record<string, { from: string; to: string }> = {},
-): string {
-  const doc = parseYaml(yaml) as RulesFile;
-  const seen = new Set<string>();
-  for (const g of doc.groups) {
-    for (const r of g.rules) {
-      if (!('alert' in r)) continue;
-      const shorter = forOf[r.alert];
-      if (shorter !== undefined) {
-        r.for = shorter;
-        seen.add(r.alert);
-      }
-      const edit = exprEdits[r.alert];
-      if (edit) {
-        const count = r.expr.split(edit.from).length - 1;
-        if (count !== 1) throw new Error(`${r.alert}: '${edit.from}' occurs ${count} times in its expression`);
-        r.expr = r.expr.replace(edit.from, edit.to);
-      }
-    }
-  }
-  const missing = Object.keys(forOf).filter((a) => !seen.has(a));
-  if (missing.length > 0) throw new Error(`no such alert in the rules: ${missing.join(', ')}`);
-  return stringify(doc, { lineWidth: 0 });
-}
 
 /** The payload Alertmanager's webhook receiver sends (version 4). */
 export interface WebhookPayload {
