@@ -9,6 +9,7 @@
 #                 and ALERTMANAGER_URL=... on stdout (also written to .run/monitoring-NAME/monitoring.env)
 #   stop   [NAME] stop both by pid (SIGTERM, SIGKILL after 20 s), delete their data, keep configs and logs
 #   status [NAME] exit 0 when both run (prints their URLs), 3 when not
+#   install       install the Debian packages when missing (scripts/test.sh does, before the tests)
 # --targets: the /metrics addresses of the bridge's replicas (job reviews-bridge). --webhook: the receiver every
 # alert goes to. --interval: scrape and rule-evaluation interval, and Alertmanager's group wait (tests use 1s; the
 # shipped deploy/prometheus/prometheus.yml says 15s). --rules: the rule file (default deploy/prometheus/alerts.yml).
@@ -179,5 +180,9 @@ case "${1:-}" in
   start) start "${@:2}" ;;
   stop) stop "${2:-}" ;;
   status) status "${2:-}" ;;
+  install)
+    ensure_installed
+    log "prometheus: $PROMETHEUS, alertmanager: $ALERTMANAGER"
+    ;;
   *) usage ;;
 esac

@@ -4,8 +4,9 @@
 #      node is older) and prints that version,
 #   1. installs node_modules (npm ci) when missing, older than package-lock.json or built by another Node,
 #   2. fetches the Kafka broker jars and the schema registry (cached in .cache/; the registry tests start the
-#      registry themselves, once per run) and starts Kafka + Redis on free ports with
-#      scripts/services.sh, unless KAFKA_BROKERS and REDIS_URL are already set (then those are used),
+#      registry themselves, once per run), installs Prometheus and Alertmanager when missing (Debian packages),
+#      and starts Kafka + Redis on free ports with scripts/services.sh, unless KAFKA_BROKERS and REDIS_URL are
+#      already set (then those are used),
 #   3. runs npm run typecheck, npm run lint, and vitest (all projects: unit, integration, e2e),
 #   4. always stops what it started, prints a one-line summary and exits non-zero when anything failed
 #      (the tests' own exit code when they failed).
@@ -93,6 +94,11 @@ if [[ -z "${TEST_SCHEMA_REGISTRY_URL:-}" ]]; then
   bash scripts/registry.sh fetch
   echo "(fetch: $((SECONDS - t)) s)" >&2
 fi
+
+# Prometheus and Alertmanager for test/e2e/monitoring.test.ts: installed here when missing (Debian packages), so
+# that the test does not spend its time on apt-get.
+step "monitoring packages (Debian's prometheus, prometheus-alertmanager)"
+bash scripts/monitoring.sh install
 
 if [[ -z "${KAFKA_BROKERS:-}" || -z "${REDIS_URL:-}" ]]; then
   if [[ -z "${KAFKA_BROKERS:-}" ]]; then
