@@ -6,17 +6,19 @@ import { FingerprintKey } from '../../../src/core/fingerprint-key.js';
 import { connectRedis, type BridgeRedis } from '../../../src/redis/connection.js';
 import { fingerprintKeySource } from '../../../src/redis/fingerprint-key.js';
 import { changelogKeyCopy } from '../../../src/kafka/fingerprint-key-copy.js';
+import { KeyEncryptionKey } from '../../../src/core/fingerprint-key-wrap.js';
 import { createTopics, readAll } from '../../helpers/kafka.js';
 import { uniqueTopics } from '../../helpers/publisher.js';
 import { kafkaBrokers, redisUrl, uniqueName } from '../../helpers/services.js';
 
-// Without FINGERPRINT_KEY_FILE the fingerprint key is generated once per deployment, kept in Redis and copied to the
-// changelog topic before it keys anything: a Redis that loses it gets the same key back, so no edit is adopted
+// Without FINGERPRINT_KEY_FILE but with FINGERPRINT_KEK_FILE the fingerprint key is generated once per deployment,
+// kept in Redis and copied, wrapped, to the changelog topic before it keys anything: a Redis that loses it gets the same key back, so no edit is adopted
 // without review.updated for want of a key to compare it with, and replicas never use two keys. A source made on
 // another Redis connection stands for another process (sources are shared per connection).
 
 const logger = pino({ level: 'silent' });
 const connections: BridgeRedis[] = [];
+const kek = new KeyEncryptionKey(randomBytes(32));
 
 function replica(redis: BridgeRedis, prefix: string, changelog: string) {
   const kafka = {
@@ -26,7 +28,7 @@ function replica(redis: BridgeRedis, prefix: string, changelog: string) {
     sasl: null,
     topics: { ...uniqueTopics('unused'), changelog },
   } as unknown as BridgeConfig['kafka'];
-  return fingerprintKeySource(redis, prefix, null, changelogKeyCopy(kafka, prefix, logger));
+  return fingerprintKeySource(redis, prefix, null, changelogKeyCopy(kafka, prefix, kek, logger));
 }
 
 function newConnection(): BridgeRedis {
@@ -58,7 +60,7 @@ describe('the generated fingerprint key', () => {
       expect(next.id).toBe(first.id);
       // The copy is a record of the changelog (never of an account: restores skip it), named by the prefix.
       const records = await readAll([changelog], { timeoutMs: 20_000 });
-      expect(records.map((r) => [r.key, r.partition])).toEqual([[`fingerprint-key/${prefix}`, 0]]);
+      expect(records.map((r) => [r.key, r.partition])).toEqual([[`fingerprint-key-wrapped/${prefix}`, 0]]);
     } finally {
       await Promise.all(connections.splice(0).map((r) => r.quit()));
     }
