@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { pino } from 'pino';
+import { SAFE_LOG_OPTIONS } from '../../src/ops/logger.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { FingerprintKey } from '../../src/core/fingerprint-key.js';
@@ -27,6 +29,8 @@ let sim: Simulator;
 let b: TestBridge;
 let prefix: string;
 let records: ReadMessage[];
+/** The bridge's log lines (debug and up, through the production logger's options). */
+const logLines: string[] = [];
 
 /** The review the guesses are about: one with an e-mail address. */
 let target: { id: number; email: string };
@@ -49,6 +53,8 @@ beforeAll(async () => {
       HEARTBEAT_INTERVAL_MS: '1000',
       DELETE_MAX_FRACTION: '0.5',
     }),
+    {},
+    pino({ level: 'debug', ...SAFE_LOG_OPTIONS }, { write: (line: string) => void logLines.push(line) }),
   );
   await initialLoadDone(b);
   sim.control.setStatus(5, { client: 'REJECTED' });
@@ -90,6 +96,22 @@ describe('what a reader of the topics holds', () => {
     };
     expect(records.length).toBeGreaterThan(60);
     expect(findSecrets(records, secrets)).toEqual([]);
+    // Nor in the bridge's log, which says at start that the key is generated, naming the setting that chose it.
+    const log = logLines.map((line, i) => ({
+      topic: 'log',
+      partition: 0,
+      offset: String(i),
+      key: null,
+      value: line,
+      bytes: Buffer.from(line),
+      headers: {},
+      timestamp: 0,
+    }));
+    expect(findSecrets(log, secrets)).toEqual([]);
+    const warnings = logLines
+      .map((l) => JSON.parse(l) as { level: number; setting?: string })
+      .filter((l) => l.level === 40);
+    expect(warnings.map((l) => l.setting)).toContain('FINGERPRINT_KEK_FILE');
     // The scan finds what is there (the events' source, in every event): an empty answer above means something.
     expect(findSecrets(records, { control: Buffer.from(b.config.eventSource) }).length).toBeGreaterThan(60);
   });
