@@ -13,7 +13,7 @@ import { accountKeys, type BridgeRedis } from '../redis/connection.js';
 import { readSecretSync, readTlsFiles } from '../config/secrets.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
-import { changelogKeyCopy, legacyKeyCopy } from '../kafka/fingerprint-key-copy.js';
+import { changelogKeyCopies } from '../kafka/fingerprint-key-copy.js';
 import { KeyEncryptionKey } from '../core/fingerprint-key-wrap.js';
 import type { FingerprintKeySource } from '../core/fingerprint-key.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
@@ -126,13 +126,8 @@ export function fingerprintKeySourceFromConfig(
   const kek = kekFile
     ? new KeyEncryptionKey(Buffer.from(readSecretSync({ file: kekFile }, 'FINGERPRINT_KEK_FILE'), 'utf8'))
     : null;
-  return fingerprintKeySource(
-    redis,
-    prefix,
-    file,
-    kek ? changelogKeyCopy(config.kafka, prefix, kek, logger) : null,
-    legacyKeyCopy(config.kafka, prefix, logger),
-  );
+  const { copy, legacy } = changelogKeyCopies(config.kafka, prefix, kek, logger);
+  return fingerprintKeySource(redis, prefix, file, copy, legacy);
 }
 
 /** What an account needs from its process. */

@@ -40,24 +40,56 @@ const KEY_ID_HEADER = 'bridge-fingerprint-key-id';
 const KEK_ID_HEADER = 'bridge-fingerprint-kek-id';
 
 /**
- * The changelog copy, wrapped with `kek`, of the generated fingerprint key of the deployment whose Redis key prefix
- * is `prefix` (its Kafka client made on first use).
+ * The changelog copies of the deployment whose Redis key prefix is `prefix`: the generated key's, wrapped with
+ * `kek` (null without a KEK: none), and the plain one of earlier versions. They share one Kafka client (made on
+ * first use) and one scan: the copy's read also looks at the plain copy, so the plain copy's next step (recover or
+ * retire) needs no second scan of partition 0.
  */
-export function changelogKeyCopy(
+export function changelogKeyCopies(
+  config: BridgeConfig['kafka'],
+  prefix: string,
+  kek: KeyEncryptionKey | null,
+  logger: Logger,
+): { copy: FingerprintKeyCopy | null; legacy: LegacyKeyCopy } {
+  const client = kafkaClient(config, logger);
+  const topic = config.topics.changelog;
+  const plainRecord = legacyFingerprintKeyRecord(prefix);
+  // The plain copy's last value as the copy's last read saw it, taken by the plain copy's next call only, and only
+  // within the leadership step that read it (a minute): older, it is read again.
+  let seen: { value: string | null; at: number } | null = null;
+  const lastPlain = async (): Promise<string | null> => {
+    const known = seen;
+    seen = null;
+    if (known && Date.now() - known.at < 60_000) return known.value;
+    return (await readLast(client(), topic, [plainRecord])).get(plainRecord) ?? null;
+  };
+  return {
+    copy: kek ? wrappedCopy(config, prefix, kek, client, logger, (value) => (seen = { value, at: Date.now() })) : null,
+    legacy: legacyKeyCopy(config, prefix, client, lastPlain, logger),
+  };
+}
+
+// The changelog copy, wrapped with `kek`, of the generated key; `sawPlain` gets the plain copy's last value seen by
+// each read.
+function wrappedCopy(
   config: BridgeConfig['kafka'],
   prefix: string,
   kek: KeyEncryptionKey,
+  client: () => Kafka,
   logger: Logger,
+  sawPlain: (value: string | null) => void,
 ): FingerprintKeyCopy {
   const topic = config.topics.changelog;
   const record = fingerprintKeyRecord(prefix);
+  const plainRecord = legacyFingerprintKeyRecord(prefix);
   const owner = { deployment: config.identity?.deployment ?? '', prefix };
-  const client = kafkaClient(config, logger);
   return {
     // With the KEK's id: a new KEK is a new copy to confirm, so the key is wrapped again under it.
     name: `${changelogName(config.brokers, topic)}#kek=${kek.id}`,
     async read() {
-      const value = (await readLast(client(), topic, [record])).get(record);
+      const last = await readLast(client(), topic, [record, plainRecord]);
+      sawPlain(last.get(plainRecord) ?? null);
+      const value = last.get(record);
       return value ? kek.unwrap(value, owner) : null;
     },
     async write(secret: string) {
@@ -73,18 +105,21 @@ export function changelogKeyCopy(
   };
 }
 
-/** The plain copy earlier versions kept in the changelog topic: read to recover a lost key, then tombstoned. */
-export function legacyKeyCopy(config: BridgeConfig['kafka'], prefix: string, logger: Logger): LegacyKeyCopy {
+// The plain copy earlier versions kept in the changelog topic: read to recover a lost key, then tombstoned.
+function legacyKeyCopy(
+  config: BridgeConfig['kafka'],
+  prefix: string,
+  client: () => Kafka,
+  lastPlain: () => Promise<string | null>,
+  logger: Logger,
+): LegacyKeyCopy {
   const topic = config.topics.changelog;
   const record = legacyFingerprintKeyRecord(prefix);
-  const client = kafkaClient(config, logger);
   return {
     name: changelogName(config.brokers, topic),
-    async read() {
-      return (await readLast(client(), topic, [record])).get(record) ?? null;
-    },
+    read: lastPlain,
     async retire() {
-      const last = (await readLast(client(), topic, [record])).get(record);
+      const last = await lastPlain();
       if (!last) return false;
       await send(client(), topic, { key: record, value: null });
       // Once per deployment and changelog (Redis remembers it): the id says which key past event ids were built

@@ -5,7 +5,7 @@ import type { BridgeConfig } from '../../../src/config/config.js';
 import { FingerprintKey } from '../../../src/core/fingerprint-key.js';
 import { connectRedis, type BridgeRedis } from '../../../src/redis/connection.js';
 import { fingerprintKeySource } from '../../../src/redis/fingerprint-key.js';
-import { changelogKeyCopy, legacyKeyCopy } from '../../../src/kafka/fingerprint-key-copy.js';
+import { changelogKeyCopies } from '../../../src/kafka/fingerprint-key-copy.js';
 import { KeyEncryptionKey, UnreadableKeyCopy } from '../../../src/core/fingerprint-key-wrap.js';
 import { testKafka } from '../../helpers/kafka.js';
 import { createTopics, readAll } from '../../helpers/kafka.js';
@@ -41,14 +41,8 @@ function replica(
   wrapping: KeyEncryptionKey | null = kek,
   file: string | null = null,
 ) {
-  const kafka = kafkaConfig(changelog);
-  return fingerprintKeySource(
-    redis,
-    prefix,
-    file,
-    wrapping ? changelogKeyCopy(kafka, prefix, wrapping, logger) : null,
-    legacyKeyCopy(kafka, prefix, logger),
-  );
+  const { copy, legacy } = changelogKeyCopies(kafkaConfig(changelog), prefix, wrapping, logger);
+  return fingerprintKeySource(redis, prefix, file, copy, legacy);
 }
 
 /** The plain copy an earlier version wrote (its record key and form). */
