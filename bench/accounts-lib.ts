@@ -64,6 +64,7 @@ export async function startFleet(
   const env: Record<string, string> = {
     BRIDGE_ACCOUNTS_FILE: file,
     KAFKA_BROKERS: kafkaBrokers.join(','),
+    FINGERPRINT_KEY_GENERATE: 'true',
     // Shared topics (no {account}): keys become <account>:<review id>, as a many-account deployment would run.
     KAFKA_TOPIC_CREATED: `${run}.created`,
     KAFKA_TOPIC_STATUS_CHANGED: `${run}.status_changed`,

@@ -58,6 +58,7 @@ export function benchEnv(
     REDIS_KEY_PREFIX: BENCH_KEY_PREFIX,
     SWEEP_INTERVAL_MS: '0',
     HTTP_HOST: '127.0.0.1',
+    FINGERPRINT_KEY_GENERATE: 'true',
     HTTP_PORT: '0',
     LOG_LEVEL: 'warn',
     ...overrides,

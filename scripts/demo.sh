@@ -60,6 +60,11 @@ if [[ -z "${UPSTREAM_BASE_URL:-}" ]]; then
   SIMULATED=1
 fi
 
+# The fingerprint key from a file, as in production (docs/security.md): made once, kept with the demo's state.
+if [[ -z "${FINGERPRINT_KEY_FILE:-}${FINGERPRINT_KEK_FILE:-}" && "${FINGERPRINT_KEY_GENERATE:-}" != true ]]; then
+  export FINGERPRINT_KEY_FILE="$RUN/fingerprint-key"
+  [[ -s "$FINGERPRINT_KEY_FILE" ]] || (umask 077 && head -c 32 /dev/urandom | base64 >"$FINGERPRINT_KEY_FILE")
+fi
 export BRIDGE_ACCOUNT="${BRIDGE_ACCOUNT:-demo-$(date +%s)}" POLL_INTERVAL_MS="${POLL_INTERVAL_MS:-2000}" POLL_OVERLAP_MS="${POLL_OVERLAP_MS:-60000}" HTTP_PORT="${HTTP_PORT:-19464}" HTTP_HOST=127.0.0.1
 
 say "starting the bridge (account $BRIDGE_ACCOUNT; metrics on http://127.0.0.1:$HTTP_PORT/metrics; log in $RUN/bridge.log)"

@@ -10,10 +10,11 @@ import { KafkaPublisher } from '../kafka/publisher.js';
 import type { RecordContracts } from '../core/wire-format.js';
 import type { ChangelogIndex } from '../kafka/changelog-index.js';
 import { accountKeys, type BridgeRedis } from '../redis/connection.js';
-import { readTlsFiles } from '../config/secrets.js';
+import { readSecretSync, readTlsFiles } from '../config/secrets.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { fingerprintKeySource } from '../redis/fingerprint-key.js';
-import { changelogKeyCopy } from '../kafka/fingerprint-key-copy.js';
+import { changelogKeyCopies } from '../kafka/fingerprint-key-copy.js';
+import { KeyEncryptionKey } from '../core/fingerprint-key-wrap.js';
 import type { FingerprintKeySource } from '../core/fingerprint-key.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
 import { LazyPasses, type StartSlots } from './leadership.js';
@@ -112,7 +113,7 @@ export function passesFromConfig(
 
 /**
  * The fingerprint key source of an account: FINGERPRINT_KEY_FILE, or the deployment's generated key (Redis, with
- * its copy in the account's changelog topic).
+ * its copy wrapped by FINGERPRINT_KEK_FILE in the account's changelog topic, or Redis alone).
  */
 export function fingerprintKeySourceFromConfig(
   config: BridgeConfig,
@@ -120,12 +121,13 @@ export function fingerprintKeySourceFromConfig(
   logger: Logger,
 ): FingerprintKeySource {
   const file = config.fingerprintKeyFile;
-  return fingerprintKeySource(
-    redis,
-    config.redis.keyPrefix,
-    file,
-    file ? null : changelogKeyCopy(config.kafka, config.redis.keyPrefix, logger),
-  );
+  const prefix = config.redis.keyPrefix;
+  const kekFile = file ? null : (config.fingerprintKekFile ?? null);
+  const kek = kekFile
+    ? new KeyEncryptionKey(Buffer.from(readSecretSync({ file: kekFile }, 'FINGERPRINT_KEK_FILE'), 'utf8'))
+    : null;
+  const { copy, legacy } = changelogKeyCopies(config.kafka, prefix, kek, logger);
+  return fingerprintKeySource(redis, prefix, file, copy, legacy);
 }
 
 /** What an account needs from its process. */

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { warnGeneratedFingerprintKey } from '../config/privacy.js';
 import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
 import { AccountBridge, connectGate, type AccountOptions } from './account.js';
 import { StartSlots } from './leadership.js';
@@ -88,6 +89,7 @@ export async function startApp(
     { deployment: first.kafka.identity?.deployment, changelog: first.kafka.topics.changelog },
     'deployment identity',
   );
+  warnGeneratedFingerprintKey(first, logger);
   const redis = connectRedisFromConfig(first.redis);
   const durability = await watchDurability(redis, first.redis, logger, clock);
   // In the background: a Redis that refuses the login (or is away) must not hold up /healthz and /readyz.

@@ -228,10 +228,19 @@ export const EnvSchema = z.object({
     .default(60_000)
     .describe('Kafka transaction timeout: an open transaction of a dead leader is aborted after it at the latest'),
   // Secret (>= 16 bytes) that keys the review fingerprints written to Kafka and the event ids built from them;
-  // unset: a key generated once per deployment, kept in Redis and copied to the changelog topic (docs/security.md).
+  // unset: a key generated once per deployment, kept in Redis, copied to the changelog topic only wrapped with
+  // FINGERPRINT_KEK_FILE, and only when one of the two is set (docs/security.md).
   FINGERPRINT_KEY_FILE: optionalText.describe(
-    'Secret (at least 16 bytes) that keys review fingerprints and event ids; unset: a key generated once per deployment, kept in Redis and copied to the changelog topic',
+    'Secret (at least 16 bytes) that keys review fingerprints and event ids (recommended); unset: a key generated once per deployment and kept in Redis, which needs FINGERPRINT_KEK_FILE or FINGERPRINT_KEY_GENERATE=true',
   ),
+  FINGERPRINT_KEK_FILE: optionalText.describe(
+    'Key-encryption key (at least 32 bytes) that wraps (AES-256-GCM) the generated fingerprint key before it is copied to the changelog topic, so a Redis loss gets the same key back; only without FINGERPRINT_KEY_FILE',
+  ),
+  FINGERPRINT_KEY_GENERATE: bool
+    .default(false)
+    .describe(
+      'Without FINGERPRINT_KEY_FILE and FINGERPRINT_KEK_FILE: allow a generated fingerprint key kept in Redis only (demo, tests); a Redis loss then costs the edits made until the next sweep',
+    ),
   KAFKA_CREATE_TOPICS: bool.default(true).describe('Create missing topics at start'),
   KAFKA_TOPIC_PARTITIONS: int(1, 10_000).default(6).describe('Partitions of the topics the bridge creates'),
   // Unset: the brokers' default.replication.factor and min.insync.replicas (KIP-464), never a count of brokers.
@@ -521,8 +530,10 @@ export interface BridgeConfig {
   shutdownTimeoutMs: number;
   /** What may leave the process of a review (events, dead letters). */
   privacy: PrivacyConfig;
-  /** File of the secret that keys fingerprints and event ids; null: a generated key (Redis, changelog copy). */
+  /** File of the secret that keys fingerprints and event ids; null: a generated key (Redis, wrapped copy or none). */
   fingerprintKeyFile: string | null;
+  /** File of the key that wraps the generated key's changelog copy; null or absent: no copy. */
+  fingerprintKekFile?: string | null;
   /** OpenTelemetry traces (OTEL_*): whether they are sent, where to, under which service name. */
   tracing: TracingConfig;
   /** The schema registry holding the topics' contracts (SCHEMA_REGISTRY_URL); null or absent: none. */
@@ -769,6 +780,7 @@ export function loadConfig(
   const admin = checks.run(() => adminConfig(e));
   const caFile = checks.run(() => readableFile(e, 'UPSTREAM_CA_FILE'));
   const keyFile = checks.run(() => fingerprintKeyFile(e));
+  const kekFile = checks.run(() => fingerprintKekFile(e));
   checks.throwIfAny();
   return {
     account: e.BRIDGE_ACCOUNT,
@@ -843,6 +855,7 @@ export function loadConfig(
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     privacy,
     fingerprintKeyFile: keyFile,
+    fingerprintKekFile: kekFile,
     tracing: tracingConfig(e),
     schemaRegistry: schemaRegistryConfig(e, env),
   };
@@ -961,6 +974,29 @@ type Env = z.infer<typeof EnvSchema>;
 
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '[::1]' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+// Where a generated key may live: wrapped in the changelog (a KEK), or in Redis alone by explicit choice; never
+// by default, since the default once copied it in plain form to a topic.
+function fingerprintKekFile(e: Env): string | null {
+  const file = readableFile(e, 'FINGERPRINT_KEK_FILE');
+  if (e.FINGERPRINT_KEY_FILE !== undefined) {
+    if (file !== null)
+      throw new ConfigError('FINGERPRINT_KEK_FILE', 'only without FINGERPRINT_KEY_FILE (no key is generated)');
+    if (e.FINGERPRINT_KEY_GENERATE)
+      throw new ConfigError('FINGERPRINT_KEY_GENERATE', 'only without FINGERPRINT_KEY_FILE (no key is generated)');
+    return null;
+  }
+  if (file !== null && readSecretSync({ file }, 'FINGERPRINT_KEK_FILE').length < 32) {
+    throw new ConfigError('FINGERPRINT_KEK_FILE', 'the key-encryption key must be at least 32 bytes long');
+  }
+  if (file === null && !e.FINGERPRINT_KEY_GENERATE) {
+    throw new ConfigError(
+      'FINGERPRINT_KEY_FILE',
+      'required: set it (recommended), or FINGERPRINT_KEK_FILE to keep a generated key wrapped in the changelog, or FINGERPRINT_KEY_GENERATE=true to keep a generated key in Redis only',
+    );
+  }
+  return file;
 }
 
 function fingerprintKeyFile(e: Env): string | null {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { PrivacyConfig } from './config.js';
+import type { BridgeConfig, PrivacyConfig } from './config.js';
 import { createFieldPolicy, DEFAULT_FIELD_POLICY_SPEC, type FieldPolicy } from '../core/field-policy.js';
 import { readSecretSync } from './secrets.js';
 
@@ -29,4 +29,23 @@ export function fieldPolicyFromConfig(privacy: PrivacyConfig, logger: Logger): F
     );
   }
   return createFieldPolicy(privacy.fields, key);
+}
+
+/** Says at every start that the fingerprint key is generated (kept in Redis) rather than read from a file. */
+export function warnGeneratedFingerprintKey(
+  config: Pick<BridgeConfig, 'fingerprintKeyFile' | 'fingerprintKekFile'>,
+  logger: Logger,
+): void {
+  if (config.fingerprintKeyFile) return;
+  if (config.fingerprintKekFile) {
+    logger.warn(
+      { setting: 'FINGERPRINT_KEK_FILE' },
+      'the fingerprint key is generated and kept in Redis, its changelog copy wrapped: whoever reads the bridge’s Redis keys can read it; set FINGERPRINT_KEY_FILE in production',
+    );
+  } else {
+    logger.warn(
+      { setting: 'FINGERPRINT_KEY_GENERATE' },
+      'the fingerprint key is generated and kept in Redis only: a Redis loss costs the edits made until the next sweep; set FINGERPRINT_KEY_FILE in production',
+    );
+  }
 }

@@ -116,14 +116,28 @@ export interface FingerprintKeySource {
 }
 
 /**
- * The durable copy of a generated key beside Redis (a record of the changelog topic): a Redis that loses the key
- * gets the same one back from it instead of a new key that could not be compared with the stored fingerprints.
+ * The durable copy of a generated key beside Redis (a record of the changelog topic, wrapped with a key-encryption
+ * key): a Redis that loses the key gets the same one back from it instead of a new key that could not be compared
+ * with the stored fingerprints.
  */
 export interface FingerprintKeyCopy {
-  /** Names where the copy is kept (cluster and topic): one copy per name. */
+  /** Names where the copy is kept (cluster, topic, wrapping key): one copy per name. */
   readonly name: string;
-  /** The secret (base64) last copied, or null when none ever was. */
+  /**
+   * The secret (base64) last copied, or null when none ever was; rejects with UnreadableKeyCopy
+   * (src/core/fingerprint-key-wrap.ts) when the last copy cannot be unwrapped here.
+   */
   read(): Promise<string | null>;
   /** Copies the secret (base64); resolves once it is durable. */
   write(secret: string): Promise<void>;
+}
+
+/** The plain copy of a generated key that earlier versions kept beside Redis: recovered from, then tombstoned. */
+export interface LegacyKeyCopy {
+  /** Names where it is kept (cluster and topic). */
+  readonly name: string;
+  /** The plain secret (base64) it holds, or null (none, or tombstoned). */
+  read(): Promise<string | null>;
+  /** Tombstones a plain copy still there; true when there was one. */
+  retire(): Promise<boolean>;
 }

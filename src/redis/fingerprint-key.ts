@@ -1,10 +1,17 @@
 import { hash, randomBytes } from 'node:crypto';
-import { FingerprintKey, type FingerprintKeyCopy, type FingerprintKeySource } from '../core/fingerprint-key.js';
+import {
+  FingerprintKey,
+  type FingerprintKeyCopy,
+  type FingerprintKeySource,
+  type LegacyKeyCopy,
+} from '../core/fingerprint-key.js';
+import { UnreadableKeyCopy } from '../core/fingerprint-key-wrap.js';
 import { readSecretSync } from '../config/secrets.js';
 import type { BridgeRedis } from './connection.js';
 
 // Where the fingerprint key comes from: FINGERPRINT_KEY_FILE, or else a key generated once per deployment, kept in
-// Redis (shared by every replica and account under the key prefix) and copied to the changelog topic.
+// Redis (shared by every replica and account under the key prefix) and, with FINGERPRINT_KEK_FILE, copied wrapped
+// to the changelog topic (FINGERPRINT_KEY_GENERATE=true without a KEK: Redis only, lost with Redis).
 //
 // A generated key lost with Redis and replaced by a new one would make every stored fingerprint incomparable: an
 // edit made since the last sweep would be adopted without review.updated. So Redis is only where replicas agree on
@@ -16,7 +23,11 @@ import type { BridgeRedis } from './connection.js';
 // - a process that finds another key in Redis than the one it holds takes Redis' key (persist, at every
 //   leadership), and one that copied a key Redis no longer holds copies Redis' key again before using it, so the
 //   last copy written is always the key in use.
-// docs/security.md says who can read the copy and why FINGERPRINT_KEY_FILE keeps the key out of Kafka altogether.
+// docs/security.md says who can read what, and why FINGERPRINT_KEY_FILE keeps the key out of Redis and Kafka.
+//
+// Whatever the mode, a plain copy an earlier version wrote is tombstoned at the first leadership once the key is
+// settled (the wrapped copy confirmed first, so a recoverable copy always exists where one is kept), then
+// remembered as done in the copies hash.
 
 // Marks a copy confirmed, only while Redis holds the key that was copied. KEYS: the key, the copies hash (one hash
 // slot). ARGV: the secret, the copy's name, the secret's digest.
@@ -37,6 +48,8 @@ interface Shared {
   wrote: Map<string, string>;
   /** Loads in flight, per copy name ('' for none). */
   loading: Map<string, Promise<FingerprintKey>>;
+  /** Plain copies of earlier versions this process saw retired (per name). */
+  retired: Set<string>;
 }
 
 // One shared key (with its tables, ~2.7 MiB once used) per Redis connection, prefix and file: the accounts of a
@@ -45,32 +58,69 @@ const shared = new WeakMap<BridgeRedis, Map<string, Shared>>();
 
 /**
  * The fingerprint key source of a deployment (shared by the accounts of a process). `copy` is where a generated key
- * is kept beside Redis (the account's changelog topic); null: nowhere (tools that only read).
+ * is kept beside Redis, wrapped (the account's changelog topic); null: nowhere. `legacy` is the plain copy an
+ * earlier version may have left there (recovered from, then tombstoned); null: none looked for (tools, tests).
  */
 export function fingerprintKeySource(
   redis: BridgeRedis,
   prefix: string,
   file: string | null,
   copy: FingerprintKeyCopy | null = null,
+  legacy: LegacyKeyCopy | null = null,
 ): FingerprintKeySource {
   let byName = shared.get(redis);
   if (!byName) shared.set(redis, (byName = new Map()));
   const name = `${prefix}\u0000${file ?? ''}`;
   let state = byName.get(name);
   if (!state) {
-    state = { key: null, secret: null, confirmed: new Set(), wrote: new Map(), loading: new Map() };
+    state = {
+      key: null,
+      secret: null,
+      confirmed: new Set(),
+      wrote: new Map(),
+      loading: new Map(),
+      retired: new Set(),
+    };
     byName.set(name, state);
   }
-  return file ? fileSource(file, state) : generatedSource(redis, prefix, copy, state);
+  const retire = retireLegacy(redis, prefix, legacy, state);
+  return file ? fileSource(file, state, retire) : generatedSource(redis, prefix, copy, legacy, state, retire);
 }
 
-function fileSource(file: string, state: Shared): FingerprintKeySource {
+// Under the prefix (an ACL user limited to `~<prefix>:*` reaches it) and in the key's hash slot: its hash tag is
+// the key's whole name, which is what the key itself hashes on.
+function copiesKeyOf(prefix: string): string {
+  return `${prefix}:{${prefix}:fingerprint-key}:copies`;
+}
+
+// Tombstones the plain copy of an earlier version, once per deployment and changelog (a field of the copies hash
+// remembers it across processes and restarts).
+function retireLegacy(
+  redis: BridgeRedis,
+  prefix: string,
+  legacy: LegacyKeyCopy | null,
+  state: Shared,
+): () => Promise<void> {
+  return async () => {
+    if (!legacy || state.retired.has(legacy.name)) return;
+    const field = `retired-plain/${legacy.name}`;
+    if ((await redis.hget(copiesKeyOf(prefix), field)) === null) {
+      await legacy.retire();
+      await redis.hset(copiesKeyOf(prefix), field, '1');
+    }
+    state.retired.add(legacy.name);
+  };
+}
+
+function fileSource(file: string, state: Shared, retire: () => Promise<void>): FingerprintKeySource {
   return {
     async get() {
       state.key ??= new FingerprintKey(Buffer.from(readSecretSync({ file }, 'FINGERPRINT_KEY_FILE'), 'utf8'));
       return state.key;
     },
-    async persist() {},
+    async persist() {
+      await retire();
+    },
   };
 }
 
@@ -78,12 +128,12 @@ function generatedSource(
   redis: BridgeRedis,
   prefix: string,
   copy: FingerprintKeyCopy | null,
+  legacy: LegacyKeyCopy | null,
   state: Shared,
+  retire: () => Promise<void>,
 ): FingerprintKeySource {
   const redisKey = `${prefix}:fingerprint-key`;
-  // Under the prefix (an ACL user limited to `~<prefix>:*` reaches it) and in the key's hash slot: its hash tag is
-  // the key's whole name, which is what the key itself hashes on.
-  const copiesKey = `${prefix}:{${redisKey}}:copies`;
+  const copiesKey = copiesKeyOf(prefix);
   const copyName = copy?.name ?? '';
 
   // Whether `secret` is copied, copying it when it is not; false when Redis no longer holds it (start again).
@@ -92,7 +142,8 @@ function generatedSource(
     const wrote = state.wrote.get(copy.name);
     const digest = copiedDigest(secret);
     if ((wrote === undefined || wrote === secret) && (await redis.hget(copiesKey, copy.name)) === digest) return true;
-    const last = kept === undefined ? await copy.read() : kept;
+    // A copy wrapped with another KEK (rotated) or altered is written over: Redis holds the key.
+    const last = kept === undefined ? await copy.read().catch(unreadableAsNone) : kept;
     if (last !== secret) {
       await copy.write(secret);
       state.wrote.set(copy.name, secret);
@@ -105,8 +156,11 @@ function generatedSource(
       let secret = await redis.get(redisKey);
       let kept: string | null | undefined;
       if (secret === null) {
+        // A wrapped copy that does not unwrap here rejects: a new key would cost the edits until the next sweep,
+        // and the operator can give the KEK it was wrapped with. A plain copy of an earlier version still recovers.
         kept = copy ? await copy.read() : null;
-        await redis.set(redisKey, kept ?? randomBytes(32).toString('base64'), 'NX');
+        const recovered = kept ?? (legacy ? await legacy.read() : null);
+        await redis.set(redisKey, recovered ?? randomBytes(32).toString('base64'), 'NX');
         secret = await redis.get(redisKey);
         if (secret === null) continue;
       }
@@ -138,6 +192,13 @@ function generatedSource(
     },
     async persist() {
       await load();
+      await retire();
     },
   };
+}
+
+// A copy that cannot be unwrapped counts as none where Redis holds the key (it is written over).
+function unreadableAsNone(err: unknown): null {
+  if (err instanceof UnreadableKeyCopy) return null;
+  throw err;
 }

@@ -10,7 +10,8 @@ import {
 import { readAll } from '../helpers/kafka.js';
 import { newRedis, uniqueName } from '../helpers/services.js';
 
-// Default settings (no FINGERPRINT_KEY_FILE): the generated fingerprint key is lost with every other key of the
+// The test helpers' settings (no FINGERPRINT_KEY_FILE; FINGERPRINT_KEK_FILE wraps the generated key's changelog
+// copy): the generated fingerprint key is lost with every other key of the
 // deployment while no replica runs, and a review was edited meanwhile without moving its updated_date (only a sweep
 // sees such an edit). The restarted bridge must compare the restored entries with the same key and publish the
 // edit. Before the key was copied to the changelog, it generated a new key, could not compare the entries of the

@@ -103,6 +103,7 @@ describe('first day: configuration', () => {
       UPSTREAM_PAGE_SIZE: '500',
       KAFKA_BROKERS: 'broker-without-port',
       REDIS_URL: 'redis://127.0.0.1:6379',
+      FINGERPRINT_KEY_GENERATE: 'true',
     });
     expect(result.code).toBe(2);
     expect(result.stderr.trimEnd().split('\n')).toEqual([

@@ -10,6 +10,7 @@ import type { ReviewHeartbeatEvent } from '../../src/core/events.js';
 import { readAll } from './kafka.js';
 import { bridgeRedisEnv, kafkaBrokers, uniqueName } from './services.js';
 import { pollUntil } from './wait.js';
+import { testFingerprintKeyEnv } from './keys.js';
 
 /** A bridge running in the test process against the shared Kafka and Redis, with its own account and topics. */
 export interface TestBridge {
@@ -51,6 +52,7 @@ export function testEnv(upstreamUrl: string, overrides: Record<string, string> =
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: '0',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...testFingerprintKeyEnv(),
     ...overrides,
   };
 }

@@ -9,6 +9,8 @@ export const MINIMAL_ENV: Readonly<Record<string, string>> = {
   UPSTREAM_CLIENT_SECRET: 's3cret-value',
   KAFKA_BROKERS: '127.0.0.1:9092',
   REDIS_URL: 'redis://127.0.0.1:6379',
+  // No key file to read: the explicit choice of a generated key kept in Redis only.
+  FINGERPRINT_KEY_GENERATE: 'true',
 };
 
 /** The ConfigError `load` throws; fails the test when it throws something else or nothing. */

@@ -89,6 +89,8 @@ export class Deployment {
       UPSTREAM_CLIENT_SECRET: 'simulated-secret',
       KAFKA_BROKERS: 'kafka.invalid:9092',
       REDIS_URL: 'redis://redis.invalid:6379',
+      // The simulation builds its generated-key source itself (below); this only satisfies the settings check.
+      FINGERPRINT_KEY_GENERATE: 'true',
       ...SIM_ENV,
       ...env,
     });

@@ -51,6 +51,7 @@ function env(account: string, extra: Record<string, string> = {}): Record<string
     HTTP_HOST: '127.0.0.1',
     ADMIN_PORT: '0',
     ADMIN_TOKEN_FILE: tokens,
+    FINGERPRINT_KEY_GENERATE: 'true',
     ...extra,
   };
 }

@@ -37,6 +37,7 @@ describe('admin reset', () => {
       HTTP_HOST: '127.0.0.1',
       ADMIN_PORT: '0',
       ADMIN_TOKEN_FILE: tokens,
+      FINGERPRINT_KEY_GENERATE: 'true',
     });
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });

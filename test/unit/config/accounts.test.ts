@@ -14,6 +14,7 @@ const env = {
   UPSTREAM_BASE_URL: 'https://api.example.com',
   KAFKA_BROKERS: '127.0.0.1:9092',
   REDIS_URL: 'redis://127.0.0.1:6379',
+  FINGERPRINT_KEY_GENERATE: 'true',
 };
 
 function file(content: string, name = 'accounts.yaml'): string {

@@ -26,6 +26,7 @@ const base = {
   UPSTREAM_CLIENT_ID: 'id',
   UPSTREAM_CLIENT_SECRET: 's3cret-value',
   KAFKA_BROKERS: '127.0.0.1:9092',
+  FINGERPRINT_KEY_GENERATE: 'true',
 };
 const sentinels = { REDIS_SENTINELS: 's1:26379,s2:26379', REDIS_SENTINEL_NAME: 'bridge' };
 const cluster = { REDIS_CLUSTER_NODES: 'n1:6379,n2:6379' };
