@@ -5,6 +5,7 @@ import { BridgeMetrics } from '../../src/ops/metrics.js';
 import type { PassesSink, PassesSnapshot } from '../../src/bridge/passes/index.js';
 import type { ChangelogBatch, ChangelogOffsets, DeadLetter } from '../../src/kafka/publisher.js';
 import { applyCheckpointUpdate, EMPTY_CHECKPOINT } from '../../src/core/checkpoint.js';
+import type { CheckpointChange } from '../../src/core/checkpoint-change.js';
 import { SnapshotLostError } from '../../src/core/errors.js';
 import { checkpointRecord, entryRecord, type ChangelogCheckpoint } from '../../src/core/changelog.js';
 import type { RestoreRecord } from '../../src/bridge/restore.js';
@@ -248,6 +249,18 @@ export class FakeSnapshot implements PassesSnapshot {
 
   async pausedSince(): Promise<number | null> {
     return this.pausedAt;
+  }
+
+  /** An operator's pending checkpoint change, as stored (JSON), or null. */
+  checkpointRequest: string | null = null;
+
+  async nextCheckpointChange(): Promise<{ change: CheckpointChange; stored: string } | null> {
+    const stored = this.checkpointRequest;
+    return stored === null ? null : { change: JSON.parse(stored) as CheckpointChange, stored };
+  }
+
+  async checkpointChangeApplied(stored: string): Promise<void> {
+    if (this.checkpointRequest === stored) this.checkpointRequest = null;
   }
 
   async takeSweepRequest(): Promise<boolean> {
