@@ -2,7 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { testEnv } from '../helpers/bridge.js';
-import { freePort, runCliFull, runDir, spawnBridge, waitFor, type Child } from '../helpers/processes.js';
+import { freePort, runCliFull, spawnBridgeOn, waitFor, type Child } from '../helpers/processes.js';
 
 // Issue 50: an operator's second week. Every state is named by the dependency that is in it, with only the settings
 // in use; a problem is not hidden behind another; a typo in a setting's name is said; a stop is quick and quiet
@@ -51,13 +51,7 @@ describe('`status` with Redis not answering', () => {
 });
 
 async function spawnOn(env: Record<string, string>, name: string): Promise<{ child: Child; port: number }> {
-  const port = await freePort();
-  const child = spawnBridge(
-    { ...env, LOG_LEVEL: 'info', HTTP_PORT: String(port) },
-    `${runDir(env.BRIDGE_ACCOUNT!)}/${name}.log`,
-  );
-  children.push(child);
-  return { child, port };
+  return spawnBridgeOn(env, name, children);
 }
 
 type Dependencies = Record<string, { status: string; reason?: string; settings?: string[] }>;

@@ -1,36 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { Passes } from '../../../src/bridge/passes/index.js';
-import { FingerprintKey, type FingerprintKeySource } from '../../../src/core/fingerprint-key.js';
-import { FakeSink, FakeSnapshot, FakeSource, gate, silentLogger, testMetrics } from '../../helpers/fakes.js';
+import { gate, passesOnFakes } from '../../helpers/fakes.js';
 
 // An operator's checkpoint change (recorded while paused) is applied by the leader through one commit. Taken from
 // Redis before that commit, a change whose commit failed (a slow or restarting Kafka) was gone: the leader never
 // applied it, and the operator's GET showed no pending change and the old watermark for ever.
 
-const key = new FingerprintKey(Buffer.alloc(32, 9));
-const keySource: FingerprintKeySource = { get: async () => key, persist: async () => undefined };
 const signal = new AbortController().signal;
 const REWIND = Date.UTC(2026, 0, 1);
 
-function setup() {
-  const log: string[] = [];
-  const snapshot = new FakeSnapshot(log);
-  const metrics = testMetrics();
-  const passes = new Passes(
-    {
-      snapshot,
-      sink: new FakeSink(log),
-      metrics,
-      logger: silentLogger,
-      eventSource: 'urn:test',
-      initialLoadMode: 'mark',
-      fingerprintKey: () => keySource.get(),
-    },
-    new FakeSource([]),
-    { overlapMs: 1000, metrics, deleteMaxFraction: null, account: 'test', keySource },
-  );
-  return { passes, snapshot };
-}
+const setup = passesOnFakes;
 
 describe('applying a checkpoint change', () => {
   it('a change whose commit fails stays pending and is applied on the next turn', async () => {
