@@ -195,8 +195,10 @@ export class AccountBridge {
   readonly loop: BridgeLoop;
   private readonly leadership: LazyPasses<Passes>;
   private leader: { publisher: KafkaPublisher; source: UpstreamClient } | null = null;
-  /** Whether the upstream refused this account's credentials at the last check (while leading). */
+  /** Whether the upstream refused this account's credentials at the last check. */
   private refused = false;
+  /** The upstream client a replica that does not lead checks the credentials with (made at the first check). */
+  private checker: UpstreamClient | null = null;
 
   constructor(
     readonly config: BridgeConfig,
@@ -290,10 +292,13 @@ export class AccountBridge {
     return this.leader?.source ?? null;
   }
 
-  /** Checks the upstream credentials while this replica leads the account (a token fetch); rejects as it fails. */
+  /**
+   * Checks the upstream's reachability and this account's credentials (a token, fetched or cached), leading or not:
+   * a bad secret is named at start by every replica, not once the other dependencies let one lead. The leader uses
+   * its own client (one token, one pace of refused requests with its passes); a standby a client of its own.
+   */
   async checkCredentials(): Promise<void> {
-    const source = this.source;
-    if (!source) return void (this.refused = false);
+    const source = this.source ?? (this.checker ??= this.checkerClient());
     try {
       await source.checkCredentials();
       this.refused = false;
@@ -301,6 +306,12 @@ export class AccountBridge {
       this.refused = true;
       throw err;
     }
+  }
+
+  /** A client for the checks only: no retries (the monitor checks again), so an unreachable upstream is one line. */
+  private checkerClient(): UpstreamClient {
+    const config = { ...this.config, upstream: { ...this.config.upstream, maxRetries: 0 } };
+    return upstreamFromConfig(config, this.metrics, this.context.logger);
   }
 
   /** Whether the upstream refused this account's credentials at the last check. */
@@ -322,5 +333,6 @@ export class AccountBridge {
   async stop(): Promise<void> {
     await this.loop.stop();
     await this.leadership.release();
+    await this.checker?.close();
   }
 }

@@ -7,11 +7,18 @@ import { KafkaProbe } from '../kafka/probe.js';
 import { ChangelogIndex } from '../kafka/changelog-index.js';
 import { Allotment } from '../bridge/allotment.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
+import { redisAddressSettings } from '../core/dependency-health.js';
 import { replicaId } from '../redis/lease.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { mergedMetrics, type BridgeMetrics } from '../ops/metrics.js';
 import { startOpsServer, type OpsServer } from '../ops/http-server.js';
-import { accountKeys, connectRedisFromConfig, replicaRegistry, type BridgeRedis } from '../redis/connection.js';
+import {
+  accountKeys,
+  closeRedisNow,
+  connectRedisFromConfig,
+  replicaRegistry,
+  type BridgeRedis,
+} from '../redis/connection.js';
 import { SnapshotStore } from '../redis/snapshot-store.js';
 import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
 import { warnAboutEviction } from '../redis/eviction.js';
@@ -100,7 +107,7 @@ export async function startApp(
   const registry = first.schemaRegistry ? new SchemaContracts(list, first.schemaRegistry, logger) : null;
   const parts = buildParts(list, redis, logger, { ...options, contracts: registry ?? undefined }, dependencies);
   const { accounts, allotment, kafka, tracing } = parts;
-  watchDependencies(dependencies, parts, redis, first.redis.keyPrefix, clock);
+  watchDependencies(dependencies, parts, redis, first.redis, clock);
 
   let admin: AdminServer | null = null;
   const health = { accounts, only: parts.only, redis, kafka, durability, dependencies, clock, contracts: registry };
@@ -156,6 +163,10 @@ export async function startApp(
   if (!registry) await starting;
 
   const stop = async () => {
+    // A Redis that does not answer now would hold every step below for its retries (the lease's release, the
+    // registry's, the loop's own command): closed at once, they fail fast. Nothing can commit without it meanwhile
+    // (a commit ends with its Redis write), so nothing is left half-done by closing it.
+    if (redis.status !== 'ready') closeRedisNow(redis);
     // No operator action is taken while the accounts stop.
     await admin?.close();
     await registry?.stop();
@@ -170,7 +181,8 @@ export async function startApp(
     // The spans of the last pages go out before the process ends.
     await tracing.shutdown();
     await ops.close();
-    await redis.quit().catch(() => redis.disconnect());
+    if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+    else closeRedisNow(redis);
   };
   const firstBridge = accounts.get(first.account)!;
   return {
@@ -222,9 +234,10 @@ function watchDependencies(
   dependencies: DependencyMonitor,
   parts: AppParts,
   redis: BridgeRedis,
-  keyPrefix: string,
+  redisConfig: Pick<BridgeConfig['redis'], 'keyPrefix' | 'target'>,
   clock: Clock,
 ): void {
+  const { keyPrefix } = redisConfig;
   let lastRedisError: { at: number; err: unknown } | null = null;
   // ioredis reports connection failures (refused, auth, a read-only server) as events while its commands wait.
   redis.on('error', (err: unknown) => (lastRedisError = { at: clock.now(), err }));
@@ -243,6 +256,7 @@ function watchDependencies(
       ),
     // Only a recent one explains a check that timed out now.
     lastError: () => (lastRedisError && clock.now() - lastRedisError.at < 15_000 ? lastRedisError.err : undefined),
+    address: redisAddressSettings(redisConfig.target.kind),
   });
   dependencies.register('upstream', {
     check: upstreamCheck(parts),

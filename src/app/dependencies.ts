@@ -29,6 +29,8 @@ export interface DependencyCheck {
   detail?: () => Record<string, unknown>;
   /** What explains a vague failure (a timeout, retries spent) better: the client's last connection error, if any. */
   lastError?: () => unknown;
+  /** The address settings in use (REDIS_URL, or the Sentinels, or the Cluster nodes); default: every one. */
+  address?: readonly string[];
 }
 
 /** Options of {@link DependencyMonitor}. */
@@ -126,7 +128,7 @@ export class DependencyMonitor {
   observe(name: DependencyName, failure: unknown): DependencyState {
     const previous = this.states.get(name);
     const reason = failure === null ? null : { reason: failureReason(failure) };
-    const { state, change } = nextDependencyState(name, previous, reason, this.now());
+    const { state, change } = nextDependencyState(name, previous, reason, this.now(), this.checks.get(name)?.address);
     this.states.set(name, state);
     this.setGauge(name, state);
     const { logger } = this.options;

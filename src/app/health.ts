@@ -100,7 +100,7 @@ export function processReadiness(src: HealthSources): () => Promise<ReadinessRes
   };
 }
 
-/** The upstream check of a process: the credentials of every account this replica leads (cached per account). */
+/** The upstream check of a process: the credentials of every account, led here or not (tokens cached per account). */
 export function upstreamCheck(src: Pick<HealthSources, 'accounts'>): () => Promise<void> {
   return async () => {
     const failures: unknown[] = [];

@@ -127,7 +127,9 @@ export class BridgeLoop {
   private async leaseEpoch(): Promise<number | null> {
     const epoch = this.keeper.epoch();
     try {
-      return epoch === 0 ? await this.keeper.renewNow() : epoch;
+      const held = epoch === 0 ? await this.keeper.renewNow() : epoch;
+      this.failures.succeeded('lease');
+      return held;
     } catch (err) {
       this.failures.fail(err, 'lease', await this.explained(err));
       await this.pause(this.failures.recover().ms);

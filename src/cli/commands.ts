@@ -2,11 +2,14 @@ import { getHeapStatistics } from 'node:v8';
 import { userInfo } from 'node:os';
 import type { Logger } from 'pino';
 import { missingHeapFlags } from '../app/node-flags.js';
+import { editDistance } from '../core/edit-distance.js';
+import { unknownSettingMessage, unknownSettings } from '../config/unknown-settings.js';
 import { passesFromConfig, redisFromConfig, startApp, upstreamFromConfig } from '../app/app.js';
 import { loadAccounts, type AccountsConfig } from '../config/accounts.js';
 import { ConfigError, type BridgeConfig } from '../config/config.js';
 import { Lease, leaseHolder } from '../redis/lease.js';
-import { type BridgeRedis } from '../redis/connection.js';
+import { closeRedisNow, redisConnectionProblem, type BridgeRedis } from '../redis/connection.js';
+import { failureReason, redisAddressSettings, settingsToCheck } from '../core/dependency-health.js';
 import { readAccountStatus, readAccountsOverview } from '../redis/account-status.js';
 import { decideDurability, durabilityMessage, probeReplicas } from '../redis/durability.js';
 import { LeaseKeeper } from '../bridge/lease-keeper.js';
@@ -50,6 +53,8 @@ const USAGE = `usage: reviews-bridge <command>
 async function run({ accounts, file }: AccountsConfig): Promise<void> {
   const config = accounts[0]!;
   const logger = createLogger(config.logLevel, file === null ? { account: config.account } : {});
+  for (const typo of unknownSettings(process.env))
+    logger.warn({ setting: typo.name, meant: typo.meant }, unknownSettingMessage(typo));
   // src/cli.ts re-executed this process with these caps; they are missing only where Node has no process.execve.
   const uncapped = missingHeapFlags(process.execArgv, process.env.NODE_OPTIONS ?? '', accounts.length);
   if (uncapped.length > 0) logger.warn({ flags: uncapped }, 'this Node cannot re-execute itself: heap left uncapped');
@@ -452,21 +457,6 @@ export function closest(word: string, candidates: readonly string[]): string | n
   return best?.candidate ?? null;
 }
 
-// Optimal string alignment distance: a swap of two neighbours (--wiat) counts as one edit.
-function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
-      d[i]![j] = v;
-    }
-  }
-  return d[a.length]![b.length]!;
-}
-
 /** Refuses an argument `command` does not take, naming it and the flag it most likely meant. */
 export function checkArgs(command: string, args: readonly string[]): void {
   const allowed = FLAGS[command];
@@ -548,11 +538,14 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
     process.stderr.write(`reviews-bridge ${command}: ${err.message}\n`);
     process.exit(2);
   }
+  // A mistyped setting's name: said before what its absence causes ("KAFKA_BROKERS: required"); `run` logs it.
+  const typos = unknownSettings(process.env).map(unknownSettingMessage);
   let loaded: AccountsConfig;
   try {
     loaded = loadAccounts();
   } catch (err) {
     if (err instanceof ConfigError) {
+      process.stderr.write(typos.map((t) => `reviews-bridge: warning: ${t}\n`).join(''));
       process.stderr.write(lines(`reviews-bridge: `, err.message));
       process.exit(2);
     }
@@ -563,7 +556,9 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
       await run(loaded);
       return;
     }
+    process.stderr.write(typos.map((t) => `reviews-bridge ${command}: warning: ${t}\n`).join(''));
     const { account, args } = parsed;
+    await redisAnswers(loaded.accounts[0]!, command);
     if (command === 'status' && account === null && loaded.file !== null) {
       await overview(loaded.accounts);
       return;
@@ -585,6 +580,27 @@ export async function main(argv: string[], clock: Clock = systemClock): Promise<
     }
     throw err;
   }
+}
+
+/** How long a command waits for Redis to answer before it says so (ioredis would retry for about 15 s). */
+const REDIS_ANSWER_MS = 4_000;
+
+/**
+ * Before a command waits on Redis: when Redis does not answer, one line naming Redis, why, the setting in use (not
+ * the ones left unset) and what the connection said, and exit 1.
+ */
+async function redisAnswers(config: BridgeConfig, command: string): Promise<void> {
+  const { redis } = redisFromConfig(config);
+  const problem = await redisConnectionProblem(redis, REDIS_ANSWER_MS);
+  closeRedisNow(redis);
+  if (problem === null) return;
+  const reason = failureReason(problem);
+  const settings = settingsToCheck('redis', reason, redisAddressSettings(config.redis.target.kind));
+  const said = problem instanceof Error ? problem.message.split('\n')[0]!.slice(0, 200) : '';
+  process.stderr.write(
+    `reviews-bridge ${command}: Redis ${reason}: check ${settings.join(', ')}${said ? ` (${said})` : ''}\n`,
+  );
+  process.exit(1);
 }
 
 // Each line of a message (a ConfigError has one per bad setting) with the command's prefix.

@@ -47,7 +47,13 @@ export const AccountStatusSchema = z.object({
   epoch: z.number().int().nullable().describe("the leader's lease epoch"),
   snapshotReviews: z.number().int().nonnegative(),
   watermark: isoOrNull.describe('largest updated_date covered by a complete poll'),
-  watermarkLagSeconds: z.number().nonnegative().nullable().describe('how far the watermark trails the clock'),
+  watermarkLagSeconds: z
+    .number()
+    .nonnegative()
+    .nullable()
+    .describe(
+      'how far the feed trails the clock: since the newest of the watermark, the last complete poll and the last complete full scan',
+    ),
   initialLoadDone: z.boolean(),
   sweepInProgress: z
     .object({ kind: z.enum(['initial', 'sweep']), cursor: z.string().nullable(), startedAt: iso, seen: z.number() })
@@ -186,7 +192,7 @@ export function accountStatus(r: AccountRecords, now: number): AccountStatus {
     epoch: r.lease?.epoch ?? null,
     snapshotReviews: r.snapshotReviews,
     watermark: toIso(checkpoint.watermark),
-    watermarkLagSeconds: checkpoint.watermark === null ? null : Math.max(0, (now - checkpoint.watermark) / 1000),
+    watermarkLagSeconds: feedLagSeconds(checkpoint, now),
     initialLoadDone: checkpoint.initialDone,
     sweepInProgress: checkpoint.sweep && { ...checkpoint.sweep, startedAt: toIso(checkpoint.sweep.startedAt)! },
     sweepRequested: r.sweepRequested,
@@ -250,4 +256,20 @@ export function accountsOverview(
     replicaTtlMs,
     byAccount: [...rows],
   };
+}
+
+/**
+ * How far the feed trails the clock, in seconds: since the newest moment it is known to have covered everything the
+ * upstream had (the watermark, or a complete poll or full scan ending), null before any. The watermark alone is the
+ * data's own clock: after the initial load of an account whose newest review changed years ago it said years
+ * (92,120,991 s in the demo) while the feed was seconds behind.
+ */
+export function feedLagSeconds(
+  checkpoint: Pick<Checkpoint, 'watermark' | 'lastIncrementalAt' | 'lastSweepAt'>,
+  now: number,
+): number | null {
+  const covered = [checkpoint.watermark, checkpoint.lastIncrementalAt, checkpoint.lastSweepAt].filter(
+    (t): t is number => t !== null,
+  );
+  return covered.length === 0 ? null : Math.max(0, (now - Math.max(...covered)) / 1000);
 }

@@ -79,10 +79,24 @@ const SETTINGS: Record<string, { address: string[]; auth: string[]; tls: string[
   schema_registry: { address: ['SCHEMA_REGISTRY_URL'], auth: [], tls: [] },
 };
 
-/** The settings to check when `dependency` fails for `reason` (names only). */
-export function settingsToCheck(dependency: DependencyName, reason: DependencyReason): string[] {
-  const s = SETTINGS[dependency];
-  if (!s) return [];
+/** Redis's address settings that a configuration of `kind` uses (the others are not set, and are not named). */
+export function redisAddressSettings(kind: 'standalone' | 'sentinel' | 'cluster'): string[] {
+  if (kind === 'sentinel') return ['REDIS_SENTINELS', 'REDIS_SENTINEL_NAME'];
+  return kind === 'cluster' ? ['REDIS_CLUSTER_NODES'] : ['REDIS_URL'];
+}
+
+/**
+ * The settings to check when `dependency` fails for `reason` (names only); `address`: the address settings in use,
+ * when the dependency can be addressed several ways (Redis: a URL, Sentinels or Cluster nodes).
+ */
+export function settingsToCheck(
+  dependency: DependencyName,
+  reason: DependencyReason,
+  address?: readonly string[],
+): string[] {
+  const known = SETTINGS[dependency];
+  if (!known) return [];
+  const s = address ? { ...known, address: [...address] } : known;
   switch (reason) {
     case 'auth_failed':
     case 'forbidden':
@@ -177,6 +191,7 @@ export function nextDependencyState(
   previous: DependencyState | undefined,
   failure: { reason: DependencyReason } | null,
   now: number,
+  address?: readonly string[],
 ): { state: DependencyState; change: 'failing' | 'recovered' | null } {
   if (failure === null) {
     if (previous?.status === 'ok') return { state: previous, change: null };
@@ -185,7 +200,7 @@ export function nextDependencyState(
   if (previous?.status === 'failing' && previous.reason === failure.reason) return { state: previous, change: null };
   // A new reason is a new state (unreachable, then auth_failed once the address is fixed): logged again.
   const since = previous?.status === 'failing' ? previous.since : now;
-  const settings = settingsToCheck(dependency, failure.reason);
+  const settings = settingsToCheck(dependency, failure.reason, address);
   return { state: { status: 'failing', reason: failure.reason, since, settings }, change: 'failing' };
 }
 

@@ -285,3 +285,41 @@ export function redisOptions(config: RedisAuth): RedisOptions {
 export function connectRedisFromConfig(config: RedisConnection & RedisAuth): BridgeRedis {
   return connectRedis(config, redisOptions(config), config.password, config.sentinelPassword);
 }
+
+/**
+ * Resolves null once `client` is connected, else the failure to report after `ms`: the connection's last error
+ * (refused, unknown host, authentication, TLS), or a timeout when it gave none. A command sent meanwhile would wait
+ * for ioredis's retries and fail with "Reached the max retries per request limit", which names neither Redis nor a
+ * setting.
+ */
+export function redisConnectionProblem(client: Redis | Cluster, ms: number): Promise<unknown> {
+  if (client.status === 'ready') return Promise.resolve(null);
+  return new Promise((resolve) => {
+    let last: unknown = null;
+    const onError = (err: unknown) => (last = err);
+    const done = (value: unknown) => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      client.off('error', onError);
+      resolve(value);
+    };
+    const onReady = () => done(null);
+    const timer = setTimeout(() => done(last ?? new Error(`Redis did not answer within ${ms} ms`)), ms);
+    client.on('ready', onReady);
+    client.on('error', onError);
+  });
+}
+
+/**
+ * Closes `client` now, failing the commands that wait for it. ioredis's disconnect() while it waits to reconnect
+ * (Redis down) leaves the queued commands waiting for ever, and those sent after it join them: a shutdown would then
+ * wait on a lease release or a beat that can never answer. Its queue is failed here as its own close handler would.
+ */
+export function closeRedisNow(client: Redis | Cluster): void {
+  const waiting = client.status === 'reconnecting' || client.status === 'connecting';
+  client.disconnect();
+  if (!waiting || client.status === 'end' || !(client instanceof Redis)) return;
+  const internals = client as unknown as { flushQueue(err: Error): void; setStatus(status: string): void };
+  internals.setStatus('end');
+  internals.flushQueue(new Error('Connection is closed.'));
+}

@@ -71,12 +71,22 @@ export class ControlFlags {
     return parsed?.success ? parsed.data : null;
   }
 
-  /** Takes the pending checkpoint change, if any ('invalid': an unreadable one, dropped). */
-  async takeCheckpointChange(): Promise<CheckpointChange | 'invalid' | null> {
-    const raw = await this.redis.getdel(this.keys.checkpointRequest);
+  /**
+   * The pending checkpoint change to apply, left in place until `checkpointChangeApplied`: taken before its commit,
+   * a change whose commit failed was lost (the leader never applied it). 'invalid': an unreadable one, dropped.
+   */
+  async nextCheckpointChange(): Promise<{ change: CheckpointChange; stored: string } | 'invalid' | null> {
+    const raw = await this.redis.get(this.keys.checkpointRequest);
     if (raw === null) return null;
     const parsed = CheckpointChangeSchema.safeParse(safeJson(raw));
-    return parsed.success ? parsed.data : 'invalid';
+    if (parsed.success) return { change: parsed.data, stored: raw };
+    await this.redis.bridgeResyncDone(this.keys.checkpointRequest, raw);
+    return 'invalid';
+  }
+
+  /** Clears a change once committed, unless an operator recorded another meanwhile (that one is applied next). */
+  async checkpointChangeApplied(stored: string): Promise<void> {
+    await this.redis.bridgeResyncDone(this.keys.checkpointRequest, stored);
   }
 
   /** Records a resync request for the leader (replaces a pending one); not fenced, it is only a request. */

@@ -62,7 +62,9 @@ export class SnapshotStore {
   requestCheckpointChange: ControlFlags['requestCheckpointChange'] = (...a) =>
     this.control.requestCheckpointChange(...a);
   pendingCheckpointChange: ControlFlags['pendingCheckpointChange'] = () => this.control.pendingCheckpointChange();
-  takeCheckpointChange: ControlFlags['takeCheckpointChange'] = () => this.control.takeCheckpointChange();
+  nextCheckpointChange: ControlFlags['nextCheckpointChange'] = () => this.control.nextCheckpointChange();
+  checkpointChangeApplied: ControlFlags['checkpointChangeApplied'] = (...a) =>
+    this.control.checkpointChangeApplied(...a);
   sweepRequested: ControlFlags['sweepRequested'] = () => this.control.sweepRequested();
   takeSweepRequest: ControlFlags['takeSweepRequest'] = () => this.control.takeSweepRequest();
   requestRestore: ControlFlags['requestRestore'] = (...a) => this.control.requestRestore(...a);

@@ -22,7 +22,16 @@ export interface TokenManagerOptions {
   /** Refresh this long before expiry (capped at half the lifetime, so short-lived tokens are still reused). */
   marginSeconds: number;
   now?: () => number;
+  /**
+   * After the token endpoint refused the credentials, callers get that refusal again for this long without another
+   * request (default REFUSED_TOKEN_PACE_MS): the passes, the health check of every replica and a standby's check
+   * share one pace, within the upstream's limits, however many ask.
+   */
+  refusedPaceMs?: number;
 }
+
+/** How long a refusal of the credentials is answered from memory: at most 7 token requests in any 30 s. */
+export const REFUSED_TOKEN_PACE_MS = 5_000;
 
 /** Lifetime assumed when the server omits expires_in (the documented default). */
 export const DEFAULT_TOKEN_TTL_SECONDS = 3600;
@@ -73,17 +82,22 @@ export class TokenManager {
   private cached: CachedToken | null = null;
   private inflight: Promise<CachedToken> | null = null;
   private readonly lifetime = new AbortController();
+  private readonly refusedPaceMs: number;
+  /** The last refusal of the credentials, answered again until `until`. */
+  private refused: { err: unknown; until: number } | null = null;
 
   constructor(options: TokenManagerOptions) {
     this.fetcher = options.fetch;
     this.marginMs = Math.max(0, options.marginSeconds * 1000);
     this.now = options.now ?? Date.now;
+    this.refusedPaceMs = options.refusedPaceMs ?? REFUSED_TOKEN_PACE_MS;
   }
 
   /** A token valid beyond the refresh margin, fetching one if needed. */
   async get(signal?: AbortSignal): Promise<string> {
     const cached = this.cached;
     if (cached && this.now() < cached.refreshAt) return cached.value;
+    if (this.refused && this.now() < this.refused.until && !this.inflight) throw this.refused.err;
     const refresh = this.inflight ?? this.startRefresh();
     return (await raceAbort(refresh, signal)).value;
   }
@@ -111,7 +125,15 @@ export class TokenManager {
   private startRefresh(): Promise<CachedToken> {
     const refresh = (async () => {
       if (this.lifetime.signal.aborted) throw abortReason(this.lifetime.signal);
-      const grant = await this.fetcher(this.lifetime.signal);
+      let grant: GrantedToken;
+      try {
+        grant = await this.fetcher(this.lifetime.signal);
+        this.refused = null;
+      } catch (err) {
+        if (err instanceof UpstreamError && err.kind === 'auth')
+          this.refused = { err, until: this.now() + this.refusedPaceMs };
+        throw err;
+      }
       const now = this.now();
       const ttlMs = grant.expiresInSeconds * 1000;
       const token: CachedToken = {

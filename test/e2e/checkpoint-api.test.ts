@@ -87,8 +87,7 @@ describe('checkpoint API', () => {
       paused: false,
       pendingChange: null,
     });
-    const txnBefore = before.changelog.txn!;
-    expect(txnBefore).toBeGreaterThan(0);
+    expect(before.changelog.txn!).toBeGreaterThan(0);
     expect(Object.keys(before.changelog.offsets).length).toBeGreaterThan(0);
     const watermarkBefore = Date.parse(before.watermark!);
     const times = Array.from({ length: REVIEWS }, (_, i) => baseUpdatedDate(SEED, i + 1));
@@ -124,6 +123,14 @@ describe('checkpoint API', () => {
 
     // Paused: accepted, applied by the leader through the changelog, logged with the token's name.
     expect((await call(base, `/v1/accounts/${account}/pause`, 'POST')).status).toBe(200);
+    // A pass in flight when the flag is set still commits: the transaction number is read once the leader has seen
+    // the pause, not before it (a poll could land between that read and the pause).
+    await eventually(
+      async () => (lines().some((l) => l.msg === 'paused by an operator') ? true : undefined),
+      20_000,
+      'the leader to see the pause',
+    );
+    const txnPaused = ((await call(base, path)).json as unknown as CheckpointView).changelog.txn!;
     sim.control.edit(edited, { title: 'edited while the polls could not see it' });
     const accepted = await call(base, path, 'PUT', { watermark: new Date(rewindTo).toISOString() });
     expect(accepted.status).toBe(202);
@@ -136,7 +143,8 @@ describe('checkpoint API', () => {
       20_000,
       'the leader to apply the rewind',
     );
-    expect(applied.changelog.txn).toBe(txnBefore + 1);
+    // The rewind is a commit of its own (a pass that was in flight when the pause was read may land before it).
+    expect(applied.changelog.txn).toBeGreaterThan(txnPaused);
     expect(applied.paused).toBe(true);
     const logged = lines().filter((l) => l.msg === 'admin action' && l.action === 'checkpoint_set');
     expect(logged).toEqual([expect.objectContaining({ tokenName: 'carol', account })]);
@@ -149,8 +157,9 @@ describe('checkpoint API', () => {
       .filter((m) => m.key?.endsWith('checkpoint'))
       .sort((x, y) => (BigInt(x.offset) < BigInt(y.offset) ? -1 : 1));
     expect((JSON.parse(checkpoints.at(-1)!.value) as { watermark: number }).watermark).toBe(rewindTo);
-    // Nothing was published while paused.
+    // Nothing was published while paused, and nothing committed after the rewind.
     expect(await events(topics)).toHaveLength(initial.length);
+    expect(((await call(base, path)).json as unknown as CheckpointView).changelog.txn).toBe(applied.changelog.txn);
 
     // Resume: the polls re-read from the rewound watermark. The edit inside that range is found (one update);
     // the ~20 other reviews re-read are in the snapshot already and derive nothing.
@@ -207,5 +216,6 @@ describe('checkpoint API', () => {
     const usage = await runCliFull(['checkpoint', 'set', '--watermark', 'soon'], env);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/--watermark/);
-  }, 120_000);
+    // Seven command-line processes: 103 s with two suites at once on a loaded 2-core machine (issue 50), 120 s before.
+  }, 240_000);
 });

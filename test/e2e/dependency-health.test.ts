@@ -3,7 +3,16 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { testEnv } from '../helpers/bridge.js';
-import { PrivateRedis, freePort, runCli, runDir, spawnBridge, waitFor, type Child } from '../helpers/processes.js';
+import {
+  PrivateRedis,
+  freePort,
+  runCli,
+  runDir,
+  spawnBridge,
+  spawnBridgeOn,
+  waitFor,
+  type Child,
+} from '../helpers/processes.js';
 
 // Issue 40: an operator's first hour with a dependency down. The bridge as users start it (its own process), with
 // KAFKA_BROKERS pointing at a port nobody listens on: /readyz names kafka and why, and the log stays readable (a few
@@ -35,13 +44,7 @@ async function ownRedis(): Promise<{ server: PrivateRedis; admin: Redis }> {
 }
 
 async function spawnOn(env: Record<string, string>, name: string): Promise<{ child: Child; port: number }> {
-  const port = await freePort();
-  const child = spawnBridge(
-    { ...env, LOG_LEVEL: 'info', HTTP_PORT: String(port) },
-    `${runDir(env.BRIDGE_ACCOUNT!)}/${name}.log`,
-  );
-  children.push(child);
-  return { child, port };
+  return spawnBridgeOn(env, name, children);
 }
 
 interface Readyz {

@@ -2,9 +2,11 @@ import { pino } from 'pino';
 import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent } from '../../src/core/events.js';
 import type { LeasePort } from '../../src/bridge/lease-keeper.js';
 import { BridgeMetrics } from '../../src/ops/metrics.js';
-import type { PassesSink, PassesSnapshot } from '../../src/bridge/passes/index.js';
+import { Passes, type PassesSink, type PassesSnapshot } from '../../src/bridge/passes/index.js';
+import { FingerprintKey, type FingerprintKeySource } from '../../src/core/fingerprint-key.js';
 import type { ChangelogBatch, ChangelogOffsets, DeadLetter } from '../../src/kafka/publisher.js';
 import { applyCheckpointUpdate, EMPTY_CHECKPOINT } from '../../src/core/checkpoint.js';
+import type { CheckpointChange } from '../../src/core/checkpoint-change.js';
 import { SnapshotLostError } from '../../src/core/errors.js';
 import { checkpointRecord, entryRecord, type ChangelogCheckpoint } from '../../src/core/changelog.js';
 import type { RestoreRecord } from '../../src/bridge/restore.js';
@@ -250,6 +252,18 @@ export class FakeSnapshot implements PassesSnapshot {
     return this.pausedAt;
   }
 
+  /** An operator's pending checkpoint change, as stored (JSON), or null. */
+  checkpointRequest: string | null = null;
+
+  async nextCheckpointChange(): Promise<{ change: CheckpointChange; stored: string } | null> {
+    const stored = this.checkpointRequest;
+    return stored === null ? null : { change: JSON.parse(stored) as CheckpointChange, stored };
+  }
+
+  async checkpointChangeApplied(stored: string): Promise<void> {
+    if (this.checkpointRequest === stored) this.checkpointRequest = null;
+  }
+
   async takeSweepRequest(): Promise<boolean> {
     const r = this.sweepRequested;
     this.sweepRequested = false;
@@ -422,4 +436,31 @@ export class FakeLease implements LeasePort {
     this.held = 0;
     this.leading = false;
   }
+}
+
+/**
+ * Passes over in-memory stand-ins (snapshot, sink, no upstream records), as a unit test of what the passes do with
+ * the snapshot and the sink builds them; `log` records both sides' calls in order.
+ */
+export function passesOnFakes(): { passes: Passes; snapshot: FakeSnapshot; sink: FakeSink; log: string[] } {
+  const log: string[] = [];
+  const snapshot = new FakeSnapshot(log);
+  const sink = new FakeSink(log);
+  const metrics = testMetrics();
+  const key = new FingerprintKey(Buffer.alloc(32, 9));
+  const keySource: FingerprintKeySource = { get: async () => key, persist: async () => undefined };
+  const passes = new Passes(
+    {
+      snapshot,
+      sink,
+      metrics,
+      logger: silentLogger,
+      eventSource: 'urn:test',
+      initialLoadMode: 'mark',
+      fingerprintKey: () => keySource.get(),
+    },
+    new FakeSource([]),
+    { overlapMs: 1000, metrics, deleteMaxFraction: null, account: 'test', keySource },
+  );
+  return { passes, snapshot, sink, log };
 }

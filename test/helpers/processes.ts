@@ -92,6 +92,24 @@ export function spawnBridge(env: Record<string, string>, logFile: string): Child
   return spawnLogged(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'run'], env, logFile);
 }
 
+/**
+ * Starts a bridge at LOG_LEVEL info with its ops server on a free port and its log named `name` in the account's run
+ * directory; the child is added to `children` (the test file stops them).
+ */
+export async function spawnBridgeOn(
+  env: Record<string, string>,
+  name: string,
+  children: Child[],
+): Promise<{ child: Child; port: number }> {
+  const port = await freePort();
+  const child = spawnBridge(
+    { ...env, LOG_LEVEL: 'info', HTTP_PORT: String(port) },
+    `${runDir(env.BRIDGE_ACCOUNT!)}/${name}.log`,
+  );
+  children.push(child);
+  return { child, port };
+}
+
 /** Runs a CLI command of the bridge to completion and returns its stdout (throws on a non-zero exit). */
 export async function runCli(
   command: string | string[],

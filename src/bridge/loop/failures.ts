@@ -16,14 +16,28 @@ const PASS_FAILED = 'pass failed; nothing committed past the last page';
 export class FailureLog {
   /** Failures since the last step that succeeded, and the kind of the last (the schedule's recovery reads it). */
   private failures: FailureRun = NO_FAILURE;
-  /** The kind of the last failure (an error class or upstream error kind), never its message. */
+  /**
+   * The kind of the last failure (an error class or upstream error kind), never its message; null once what failed
+   * has worked again (a Redis error of the lease must not be shown while Kafka is what fails now).
+   */
   lastError: string | null = null;
+  /** Where the last failure was (the lease, or a pass). */
+  private lastWhere: string | null = null;
 
   constructor(private readonly deps: { logger: Logger; timing: ScheduleTiming; random?: () => number }) {}
 
   /** A step succeeded: the next failure starts a new run of them. */
   cleared(): void {
     this.failures = NO_FAILURE;
+    this.lastError = null;
+    this.lastWhere = null;
+  }
+
+  /** `where` worked again (the lease was read): its last failure is no longer the one to show. */
+  succeeded(where: string): void {
+    if (this.lastWhere !== where) return;
+    this.lastError = null;
+    this.lastWhere = null;
   }
 
   /**
@@ -36,6 +50,7 @@ export class FailureLog {
     const awaitingReplica = this.failures.kind === 'replication' && this.failures.count > 0;
     this.failures = failed(this.failures, kind);
     this.lastError = errorKind(err);
+    this.lastWhere = where;
     if (kind === 'snapshot_lost') {
       // Which keys (every key, some buckets, the checkpoint, the manifest) is in the message; no personal data.
       const message = err instanceof Error ? err.message : String(err);

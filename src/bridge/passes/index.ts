@@ -74,8 +74,10 @@ export interface PassesSnapshot
   takeResyncRequest(): Promise<ResyncRequest | 'invalid' | null>;
   requeueResync(request: ResyncRequest): Promise<void>;
   pausedSince(): Promise<number | null>;
-  /** Takes an operator's pending checkpoint change ('invalid': unreadable, dropped); absent: none are taken. */
-  takeCheckpointChange?(): Promise<CheckpointChange | 'invalid' | null>;
+  /** An operator's pending checkpoint change ('invalid': unreadable, dropped); absent: none are taken. */
+  nextCheckpointChange?(): Promise<{ change: CheckpointChange; stored: string } | 'invalid' | null>;
+  /** Clears a change once committed (unless replaced meanwhile). */
+  checkpointChangeApplied?(stored: string): Promise<void>;
 }
 
 /** Where the passes publish: change events and dead letters, and deletions. */
@@ -253,17 +255,21 @@ export class Passes implements PassRunner {
   }
 
   async applyCheckpointChange(epoch: number): Promise<CheckpointChange | null> {
-    const change = (await this.snapshot.takeCheckpointChange?.()) ?? null;
+    const next = (await this.snapshot.nextCheckpointChange?.()) ?? null;
     const { logger } = this.pipeline.deps;
-    if (change === 'invalid') logger.error('dropped an unreadable checkpoint change');
-    if (change === null || change === 'invalid') return null;
+    if (next === 'invalid') logger.error('dropped an unreadable checkpoint change');
+    if (next === null || next === 'invalid') return null;
+    const { change, stored } = next;
     // Nothing else is in flight while paused; the change is a checkpoint-only commit that must reach the changelog.
+    // Cleared only once committed: a failed commit leaves it for the next turn (applying it twice rewinds to the
+    // same watermark).
     await this.pipeline.settle();
     await this.pipeline.committer.commitUnit(epoch, {
       update: { rewindWatermark: change.watermark },
       durable: true,
       force: true,
     });
+    await this.snapshot.checkpointChangeApplied?.(stored);
     return change;
   }
 

@@ -454,7 +454,8 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
     await until(() => passes.calls.filter((c) => c === 'poll').length >= 6);
     await loop.stop();
     expect(waits(time, 5)).toEqual([500, 1_000, 2_000, 4_000, 1]);
-    expect(loop.health().lastError).toBe('Error');
+    // The passes after the failures worked: /healthz no longer shows a failure that is over (issue 50).
+    expect(loop.health().lastError).toBeNull();
   });
 
   it('retries a write no replica acknowledged at a short flat pace, however often it fails', async () => {
@@ -463,7 +464,8 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
     await until(() => passes.calls.filter((c) => c === 'poll').length >= 7);
     await loop.stop();
     expect(waits(time, 6)).toEqual([125, 250, 500, 500, 500, 500]);
-    expect(loop.health().lastError).toBe('ReplicationError');
+    // The passes after the failures worked: /healthz no longer shows a failure that is over (issue 50).
+    expect(loop.health().lastError).toBeNull();
   });
 
   it('after lost keys, takes the lease anew and prepares the leadership again before the next pass', async () => {
@@ -495,7 +497,8 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
     await loop.stop();
     expect(passes.prepared).toHaveLength(2);
     expect(time.slept[0]).toBe(500);
-    expect(loop.health().lastError).toBe('CommitOutcomeUnknownError');
+    // The passes after the failures worked: /healthz no longer shows a failure that is over (issue 50).
+    expect(loop.health().lastError).toBeNull();
   });
 
   it('after a fenced commit gives the lease up (Kafka alone may have fenced it) and prepares anew when it leads again', async () => {

@@ -1,46 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { Passes } from '../../../src/bridge/passes/index.js';
 import { CommitOutcomeUnknownError } from '../../../src/core/errors.js';
-import { FingerprintKey, type FingerprintKeySource } from '../../../src/core/fingerprint-key.js';
-import {
-  FakeSink,
-  FakeSnapshot,
-  FakeSource,
-  gate,
-  page,
-  review,
-  silentLogger,
-  testMetrics,
-} from '../../helpers/fakes.js';
+import { FakeSink, gate, page, review, passesOnFakes } from '../../helpers/fakes.js';
 
 // What a commit the bridge did not see through costs the runs after it, on in-memory stand-ins. A sweep page whose
 // Kafka commit outcome is unknown, then a due poll: the poll must neither read Redis (still at the transaction
 // before) nor commit under the next transaction number, or the sweep's page is derived and published again. The same
 // when Kafka committed and only the Redis write failed: the next read sees that commit first.
 
-const key = new FingerprintKey(Buffer.alloc(32, 9));
-const keySource: FingerprintKeySource = { get: async () => key, persist: async () => undefined };
 const signal = new AbortController().signal;
 const CHANGED = 1_800_000_000_000;
 
 function setup() {
-  const log: string[] = [];
-  const snapshot = new FakeSnapshot(log);
-  const sink = new FakeSink(log);
-  const metrics = testMetrics();
-  const passes = new Passes(
-    {
-      snapshot,
-      sink,
-      metrics,
-      logger: silentLogger,
-      eventSource: 'urn:test',
-      initialLoadMode: 'mark',
-      fingerprintKey: () => keySource.get(),
-    },
-    new FakeSource([]),
-    { overlapMs: 1000, metrics, deleteMaxFraction: null, account: 'test', keySource },
-  );
+  const { passes, snapshot, sink } = passesOnFakes();
   return { passes, snapshot, sink, pipeline: passes.pipeline };
 }
 

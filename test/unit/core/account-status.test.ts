@@ -53,6 +53,17 @@ describe('accountStatus', () => {
     });
   });
 
+  it('after an initial load of old reviews the lag is since the load, not since the newest review (issue 50)', () => {
+    const YEARS = 3 * 365 * 86_400_000;
+    const loaded = { ...EMPTY_CHECKPOINT, watermark: NOW - YEARS, initialDone: true, lastSweepAt: NOW - 2_000 };
+    expect(accountStatus({ ...base, checkpoint: loaded }, NOW).watermarkLagSeconds).toBe(2);
+    // Then every complete poll: since the last one, however old the data is.
+    const polled = { ...loaded, lastIncrementalAt: NOW - 500 };
+    expect(accountStatus({ ...base, checkpoint: polled }, NOW).watermarkLagSeconds).toBe(0.5);
+    // A bridge that stops polling falls behind by the clock.
+    expect(accountStatus({ ...base, checkpoint: polled }, NOW + 600_000).watermarkLagSeconds).toBe(600.5);
+  });
+
   it("a running sweep's progress comes from the checkpoint, estimated against the snapshot", () => {
     const s = accountStatus(
       {

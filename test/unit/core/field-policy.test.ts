@@ -239,14 +239,18 @@ describe('the configured policy', () => {
 
 describe('hmacSha256', () => {
   it('equals createHmac for any key (shorter, equal to and longer than the block) and any text', () => {
+    const equal = (k: Buffer, text: string) =>
+      hmacSha256(k)(text) === createHmac('sha256', k).update(text).digest('hex');
+    // The block's edges every time, not only when the random keys happen to hit them.
+    for (const length of [1, 63, 64, 65, 128, 200]) expect(equal(Buffer.alloc(length, 0xa7), 'é\u{1F600}x')).toBe(true);
+    // 200 random runs and a generous limit: a loaded CI machine took more than vitest's 5 s for 500 runs.
     fc.assert(
-      fc.property(fc.uint8Array({ minLength: 1, maxLength: 200 }), fc.string({ unit: 'binary' }), (key, text) => {
-        const k = Buffer.from(key);
-        expect(hmacSha256(k)(text)).toBe(createHmac('sha256', k).update(text).digest('hex'));
-      }),
-      { numRuns: 500 },
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 200 }), fc.string({ unit: 'binary' }), (key, text) =>
+        equal(Buffer.from(key), text),
+      ),
+      { numRuns: 200 },
     );
-  });
+  }, 30_000);
 
   it('gives the same digest on repeated calls (its pads are not overwritten by a call)', () => {
     const f = hmacSha256(Buffer.from('a key of some length'));
