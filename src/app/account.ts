@@ -23,6 +23,8 @@ import type { Tracer } from '@opentelemetry/api';
 import type { ISocketFactory } from 'kafkajs';
 import { PassTracer } from '../ops/tracing.js';
 import { kindOf } from '../core/errors.js';
+import { KnownRedisInstances } from '../redis/instance.js';
+import { recordRefusal } from '../redis/refusal.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
 // namespace, checkpoint, lease, Kafka producer, metrics and loop (the producer and the upstream client only while
@@ -77,10 +79,12 @@ export function passesFromConfig(
     keySource?: FingerprintKeySource;
     /** The process's tracer when tracing is on. */
     tracer?: Tracer | null;
+    /** The Redis instances the process kept its state in (src/core/claims.ts); absent: no claim is checked. */
+    redisInstances?: { redis: BridgeRedis; known: KnownRedisInstances };
   },
   options: AccountOptions = {},
 ): Passes {
-  const { source, store, sink, metrics, logger, keySource, tracer } = adapters;
+  const { source, store, sink, metrics, logger, keySource, tracer, redisInstances } = adapters;
   return new Passes(
     {
       snapshot: store,
@@ -106,6 +110,16 @@ export function passesFromConfig(
         topic: config.kafka.topics.changelog,
         adoptLegacy: config.kafka.adoptLegacyChangelog,
       },
+      ...(redisInstances
+        ? {
+            claims: {
+              instance: () => redisInstances.known.learn(redisInstances.redis, config.redis.keyPrefix),
+              known: (id: string) => redisInstances.known.has(id),
+              // Three heartbeats: a live installation has written one at least, whatever its phase.
+              windowMs: 3 * config.heartbeat.intervalMs,
+            },
+          }
+        : {}),
     },
   );
 }
@@ -195,6 +209,8 @@ export class AccountBridge {
   private leader: { publisher: KafkaPublisher; source: UpstreamClient } | null = null;
   /** Whether the upstream refused this account's credentials at the last check (while leading). */
   private refused = false;
+  /** The Redis instances this account kept its state in (a Redis that lost its keys is a new one). */
+  private readonly redisInstances = new KnownRedisInstances();
 
   constructor(
     readonly config: BridgeConfig,
@@ -233,6 +249,7 @@ export class AccountBridge {
           logger,
           keySource,
           tracer: context.tracer,
+          redisInstances: { redis, known: this.redisInstances },
         };
         return {
           passes: passesFromConfig(config, adapters, options),
@@ -275,6 +292,11 @@ export class AccountBridge {
       },
       onStandby: () => this.leadership.release(),
       explainFailure: context.explainFailure,
+      onRefusal: async (refusal) => {
+        // A refused leadership keeps no Kafka connection while it waits to check again.
+        if (refusal) await this.leadership.release();
+        await recordRefusal(redis, keys.refused, refusal && { ...refusal, replica: context.replica });
+      },
     });
   }
 
@@ -308,6 +330,11 @@ export class AccountBridge {
 
   /** Starts the loop: it takes the lease when it can and connects Kafka then (retrying with backoff). */
   start(): void {
+    // The Redis this process starts with is its own, whoever leads: a replica that takes the account over after
+    // Redis lost its keys knows the heartbeats the former leader wrote with it.
+    void this.redisInstances
+      .learn(this.context.redis, this.config.redis.keyPrefix)
+      .catch((err: unknown) => this.context.logger.debug({ err }, 'the Redis instance id was not read yet'));
     this.loop.start();
   }
 

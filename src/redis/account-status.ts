@@ -8,6 +8,7 @@ import {
 import { accountKeys, liveReplicas, type BridgeRedis } from './connection.js';
 import { leaseHolder } from './lease.js';
 import { SnapshotStore } from './snapshot-store.js';
+import { readRefusal } from './refusal.js';
 import { probeRedisWrite, readReplicaHealth } from './replica-health.js';
 import {
   dependencyReport,
@@ -34,18 +35,29 @@ export async function readAccountStatus(
 ): Promise<AccountStatus> {
   const keys = accountKeys(ref.keyPrefix, ref.account);
   const store = new SnapshotStore(redis, keys);
-  const [checkpoint, snapshotReviews, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested] =
-    await Promise.all([
-      store.checkpoint(),
-      store.size(),
-      leaseHolder(redis, keys),
-      store.sweepRequested(),
-      store.pausedSince(),
-      store.passProgress(),
-      store.pendingResync(),
-      store.changelogState(),
-      store.restoreRequested(),
-    ]);
+  const [
+    checkpoint,
+    snapshotReviews,
+    lease,
+    sweepRequested,
+    pausedSince,
+    pass,
+    resync,
+    changelog,
+    restoreRequested,
+    refused,
+  ] = await Promise.all([
+    store.checkpoint(),
+    store.size(),
+    leaseHolder(redis, keys),
+    store.sweepRequested(),
+    store.pausedSince(),
+    store.passProgress(),
+    store.pendingResync(),
+    store.changelogState(),
+    store.restoreRequested(),
+    readRefusal(redis, keys.refused),
+  ]);
   const dependencies = await readDependencies(redis, ref.keyPrefix, lease?.holder ?? null, clock());
   return accountStatus(
     {
@@ -60,6 +72,7 @@ export async function readAccountStatus(
       resync,
       changelogTxn: changelog.txn,
       restoreRequested,
+      refused,
       redisDurability,
     },
     clock(),
