@@ -7,7 +7,8 @@ import { CLAIM_HEADERS, type ClaimSeen } from '../core/claims.js';
 // (heartbeats are their own transactions, and a claim is a claim whether or not its transaction is complete), from
 // the first record at or after `since` to each partition's end as it was when the read began. A read serves every
 // account of the process that starts within a few seconds (many leaderships start together): one consumer group
-// join instead of one each.
+// join instead of one each. It is reused only while it is young against the window (a sixth of it, 5 s at most):
+// a live installation heartbeats three times per window, so a read that young has seen it unless it started since.
 
 /** How long a read's answer is reused by leaderships starting after it (ms). */
 const REUSE_MS = 5_000;
@@ -24,7 +25,7 @@ export async function recentClaims(
 ): Promise<ClaimSeen[]> {
   const key = `${[...where.brokers].sort().join(',')}/${where.topic}`;
   const cached = recent.get(key);
-  if (cached && now() - cached.at <= REUSE_MS) {
+  if (cached && now() - cached.at <= Math.min(REUSE_MS, (now() - since) / 6)) {
     const seen = await cached.read.catch(() => null);
     if (seen) return seen.filter((h) => h.at >= since);
   }
@@ -63,7 +64,15 @@ async function readClaims(
   if (remaining.size === 0) return seen;
   const endOf = new Map(ranges.map((r) => [r.partition, r.end]));
   // A group of its own that commits nothing (kafkajs has no manual assignment), as the changelog reader's.
-  const consumer = kafka.consumer({ groupId: `${groupPrefix}.claims.${randomUUID()}`, readUncommitted: true });
+  const consumer = kafka.consumer({
+    groupId: `${groupPrefix}.claims.${randomUUID()}`,
+    readUncommitted: true,
+    // A one-shot read: kafkajs' defaults (5 s fetch wait, 60 s rebalance) would make every leadership's start slow.
+    maxWaitTimeInMs: 200,
+    sessionTimeout: 10_000,
+    rebalanceTimeout: 10_000,
+    heartbeatInterval: 1_000,
+  });
   let finish!: () => void;
   let fail!: (err: unknown) => void;
   const done = new Promise<void>((resolve, reject) => {
