@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { CLAIM_HEADERS, type ClaimSeen } from '../core/claims.js';
+import { sleep } from '../core/clock.js';
 
 // Reads back the heartbeats of the last few intervals (src/core/claims.ts judges them): read only, uncommitted
 // (heartbeats are their own transactions, and a claim is a claim whether or not its transaction is complete), from
@@ -35,6 +36,19 @@ export async function recentClaims(
   return read;
 }
 
+// A topic created a moment ago may answer NOT_LEADER_FOR_PARTITION for a while (a fresh broker): retried, as the
+// changelog reader does.
+async function retryingNotLeader<T>(read: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (attempt >= 40 || (err as { retriable?: unknown }).retriable !== true) throw err;
+      await sleep(250);
+    }
+  }
+}
+
 async function readClaims(
   kafka: Kafka,
   topic: string,
@@ -47,10 +61,9 @@ async function readClaims(
   let ranges: Array<{ partition: number; from: number; end: number }>;
   try {
     if (!(await admin.listTopics()).includes(topic)) return [];
-    const [starts, ends] = await Promise.all([
-      admin.fetchTopicOffsetsByTimestamp(topic, since),
-      admin.fetchTopicOffsets(topic),
-    ]);
+    const [starts, ends] = await retryingNotLeader(() =>
+      Promise.all([admin.fetchTopicOffsetsByTimestamp(topic, since), admin.fetchTopicOffsets(topic)]),
+    );
     ranges = ends.map((e) => ({
       partition: e.partition,
       from: Number(starts.find((s) => s.partition === e.partition)?.offset ?? e.high),

@@ -103,10 +103,17 @@ describe('deployments sharing a Kafka cluster', () => {
     expect(changedA.map((m) => m.key)).toEqual(['5']);
     expect(changedB.map((m) => m.key)).toEqual(['7']);
 
-    // A third deployment (B's account and event topics, its own Redis prefix) told to use A's changelog: the
-    // checkpoint there is A's, so it refuses to start, naming the topic and the settings, and publishes nothing.
+    // A third deployment (B's account, its own event topics and Redis prefix: on B's, B's heartbeats refuse it
+    // first, see the twin test below) told to use A's changelog: the checkpoint there is A's, so it refuses to
+    // start, naming the topic and the settings, and publishes nothing.
     const { logger, lines } = capturingLogger();
-    const intruderEnv = { ...envB, REDIS_KEY_PREFIX: uniqueName('rbdep'), KAFKA_TOPIC_CHANGELOG: a.topics.changelog };
+    const ownTopics = Object.entries(testEnv(simB.url)).filter(([k]) => k.startsWith('KAFKA_TOPIC_'));
+    const intruderEnv = {
+      ...envB,
+      ...Object.fromEntries(ownTopics),
+      REDIS_KEY_PREFIX: uniqueName('rbdep'),
+      KAFKA_TOPIC_CHANGELOG: a.topics.changelog,
+    };
     const intruder = await loggedBridge(intruderEnv, logger);
     const line = await refusal(lines);
     expect(line).toContain(`changelog topic ${a.topics.changelog}`);
