@@ -94,7 +94,13 @@ export class BridgeLoop {
     });
     this.failures = new FailureLog(deps);
     this.chores = new LeaderChores({ ...deps, clock });
-    this.work = new LeaderWork({ ...deps, clock, releaseLease: () => this.keeper.lease.release() });
+    this.work = new LeaderWork({
+      ...deps,
+      clock,
+      releaseLease: () => this.keeper.lease.release(),
+      // Progress-based liveness: a restore that reads on, or a wait for a start slot, is no hang.
+      alive: () => void (this.lastTick = this.clock()),
+    });
   }
 
   /** Starts the loop in the background. */

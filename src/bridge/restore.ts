@@ -114,6 +114,8 @@ export async function restoreFromChangelog(
     signal?: AbortSignal;
     /** Reports entries written so far (for `status`); called at most every second, and once at the end. */
     progress?: (entries: number, startedAt: number, finished: boolean) => Promise<void>;
+    /** Called for every batch of changelog records read (the loop's progress-based liveness). */
+    alive?: () => void;
     /** Who this deployment is; absent (adapters built by hand): nothing is checked or stamped. */
     identity?: Identity;
     /** The changelog topic and the account, as refusals name them. */
@@ -152,6 +154,7 @@ export async function restoreFromChangelog(
   let skipped = 0;
   let adopted = deps.adoptLegacy === true || (state.txn !== null && !foreign);
   const onRecords = async (records: RestoreRecord[]): Promise<void> => {
+    deps.alive?.();
     const batch: Array<readonly [number, SnapshotEntry | null, number?]> = [];
     for (const record of records) {
       const deployment = record.deployment ?? null;

@@ -25,8 +25,10 @@ export interface PassRunner {
    * Readies this replica's leadership under `epoch` before any pass: takes the transactional id at the broker
    * (fencing a former leader) and restores Redis from the Kafka changelog where it is empty or behind. Resolves
    * false when the lease must be taken anew first (the epoch is not above the one the changelog recorded).
+   * `alive` is called as it makes progress (changelog records read, a start slot still awaited): a long restore
+   * keeps the loop's liveness while it goes forward.
    */
-  prepare(epoch: number, signal: AbortSignal, force?: boolean): Promise<boolean>;
+  prepare(epoch: number, signal: AbortSignal, force?: boolean, alive?: () => void): Promise<boolean>;
   /** Takes (and clears) an operator's request for a restore from Kafka. */
   takeRestoreRequest(): Promise<boolean>;
   checkpoint(): Promise<Checkpoint>;
@@ -159,7 +161,7 @@ export class Passes implements PassRunner {
     return this.snapshot.checkpoint(true);
   }
 
-  async prepare(epoch: number, signal: AbortSignal, force = false): Promise<boolean> {
+  async prepare(epoch: number, signal: AbortSignal, force = false, alive?: () => void): Promise<boolean> {
     this.pipeline.reset();
     const ports: RestorePorts = {
       changelogState: () => this.snapshot.changelogState(),
@@ -191,7 +193,7 @@ export class Passes implements PassRunner {
       const outcome = await restoreFromChangelog(
         ports,
         {
-          ...{ logger, metrics: this.metrics, clock, signal, progress, account: this.account },
+          ...{ logger, metrics: this.metrics, clock, signal, progress, alive, account: this.account },
           ...(this.changelog
             ? {
                 identity: this.changelog.identity,

@@ -554,4 +554,39 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
     expect(await refusedGauge()).toEqual([]);
     await loop.stop();
   });
+
+  it('keeps its liveness through a long restore that reads on, and loses it when the restore stops going forward', async () => {
+    // A restore longer than the liveness window failed /healthz, the probe restarted the pod, and the restore began
+    // again (issue 46, item 6): liveness follows the restore's progress, not the loop's turns.
+    class RestoringPasses extends ScriptedPasses {
+      health: boolean[] = [];
+      constructor(
+        private readonly clock: FakeTime,
+        private readonly progress: boolean,
+        private readonly read: () => boolean,
+      ) {
+        super();
+      }
+      override async prepare(epoch: number, signal?: AbortSignal, force = false, alive?: () => void) {
+        // Ten minutes of restore, a batch every 30 s (the liveness window is 160 s here).
+        for (let i = 0; i < 20; i++) {
+          this.clock.now += 30_000;
+          if (this.progress) alive?.();
+          this.health.push(this.read());
+        }
+        return super.prepare(epoch, signal, force);
+      }
+    }
+    for (const progress of [true, false]) {
+      const time = new FakeTime();
+      let loop!: BridgeLoop;
+      const passes = new RestoringPasses(time, progress, () => loop.health().ok);
+      loop = loopOn(passes, new FakeLease(), 10_000, undefined, time).loop;
+      loop.start();
+      await until(() => passes.prepared.length === 1);
+      await loop.stop();
+      if (progress) expect(passes.health.every((ok) => ok)).toBe(true);
+      else expect(passes.health.at(-1)).toBe(false);
+    }
+  });
 });
