@@ -579,9 +579,10 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
     }
     for (const progress of [true, false]) {
       const time = new FakeTime();
-      let loop!: BridgeLoop;
-      const passes = new RestoringPasses(time, progress, () => loop.health().ok);
-      loop = loopOn(passes, new FakeLease(), 10_000, undefined, time).loop;
+      const ref: { loop?: BridgeLoop } = {};
+      const passes = new RestoringPasses(time, progress, () => ref.loop!.health().ok);
+      const { loop } = loopOn(passes, new FakeLease(), 10_000, undefined, time);
+      ref.loop = loop;
       loop.start();
       await until(() => passes.prepared.length === 1);
       await loop.stop();
