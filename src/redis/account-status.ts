@@ -35,29 +35,20 @@ export async function readAccountStatus(
 ): Promise<AccountStatus> {
   const keys = accountKeys(ref.keyPrefix, ref.account);
   const store = new SnapshotStore(redis, keys);
-  const [
-    checkpoint,
-    snapshotReviews,
-    lease,
-    sweepRequested,
-    pausedSince,
-    pass,
-    resync,
-    changelog,
-    restoreRequested,
-    refused,
-  ] = await Promise.all([
-    store.checkpoint(),
-    store.size(),
-    leaseHolder(redis, keys),
-    store.sweepRequested(),
-    store.pausedSince(),
-    store.passProgress(),
-    store.pendingResync(),
-    store.changelogState(),
-    store.restoreRequested(),
-    readRefusal(redis, keys.refused),
-  ]);
+  const refusal = readRefusal(redis, keys.refused);
+  const [checkpoint, snapshotReviews, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested] =
+    await Promise.all([
+      store.checkpoint(),
+      store.size(),
+      leaseHolder(redis, keys),
+      store.sweepRequested(),
+      store.pausedSince(),
+      store.passProgress(),
+      store.pendingResync(),
+      store.changelogState(),
+      store.restoreRequested(),
+    ]);
+  const refused = await refusal;
   const dependencies = await readDependencies(redis, ref.keyPrefix, lease?.holder ?? null, clock());
   return accountStatus(
     {

@@ -2,7 +2,8 @@ import { pino } from 'pino';
 import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent } from '../../src/core/events.js';
 import type { LeasePort } from '../../src/bridge/lease-keeper.js';
 import { BridgeMetrics } from '../../src/ops/metrics.js';
-import type { PassesSink, PassesSnapshot } from '../../src/bridge/passes/index.js';
+import { Passes, type PassesOptions, type PassesSink, type PassesSnapshot } from '../../src/bridge/passes/index.js';
+import type { FingerprintKeySource } from '../../src/core/fingerprint-key.js';
 import type { ChangelogBatch, ChangelogOffsets, DeadLetter } from '../../src/kafka/publisher.js';
 import { applyCheckpointUpdate, EMPTY_CHECKPOINT } from '../../src/core/checkpoint.js';
 import { SnapshotLostError } from '../../src/core/errors.js';
@@ -422,4 +423,26 @@ export class FakeLease implements LeasePort {
     this.held = 0;
     this.leading = false;
   }
+}
+
+/** Passes over fakes with a fingerprint key (the restore tests' set-up); `options` adds to or replaces the defaults. */
+export function passesOnFakes(
+  adapters: { snapshot: FakeSnapshot; sink: FakeSink; source: ReviewSource; keySource: FingerprintKeySource },
+  options: Partial<PassesOptions> = {},
+): Passes {
+  const metrics = testMetrics();
+  const { snapshot, sink, source, keySource } = adapters;
+  return new Passes(
+    {
+      snapshot,
+      sink,
+      metrics,
+      logger: silentLogger,
+      eventSource: 'urn:test',
+      initialLoadMode: 'mark',
+      fingerprintKey: () => keySource.get(),
+    },
+    source,
+    { overlapMs: 1000, metrics, deleteMaxFraction: null, account: 'test', keySource, ...options },
+  );
 }

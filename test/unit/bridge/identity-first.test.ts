@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { Passes } from '../../../src/bridge/passes/index.js';
 import { checkpointRecord, EMPTY_CHANGELOG_CHECKPOINT } from '../../../src/core/changelog.js';
 import { ConfigError } from '../../../src/core/errors.js';
 import { FingerprintKey, type FingerprintKeySource } from '../../../src/core/fingerprint-key.js';
 import type { Identity } from '../../../src/core/identity.js';
-import { FakeSink, FakeSnapshot, FakeSource, silentLogger, testMetrics } from '../../helpers/fakes.js';
+import { FakeSink, FakeSnapshot, FakeSource, passesOnFakes } from '../../helpers/fakes.js';
 
 // Identity first (issue 46, item 4): a leadership fences the transactional id, writes to the changelog and copies
 // the fingerprint key only once the checks that read only have passed: the changelog topic fits and no other
@@ -44,24 +43,9 @@ function setup() {
     get: async () => key,
     persist: async () => void copies.push(`copied after ${sink.transactionsBegun} fence(s)`),
   };
-  const metrics = testMetrics();
-  const passes = new Passes(
+  const passes = passesOnFakes(
+    { snapshot, sink, source: new FakeSource([]), keySource },
     {
-      snapshot,
-      sink,
-      metrics,
-      logger: silentLogger,
-      eventSource: 'urn:test',
-      initialLoadMode: 'mark',
-      fingerprintKey: () => keySource.get(),
-    },
-    new FakeSource([]),
-    {
-      overlapMs: 1000,
-      metrics,
-      deleteMaxFraction: null,
-      account: 'test',
-      keySource,
       changelog: { identity: mine, topic: 'changelog' },
       claims: { instance: async () => 'rmine', known: () => false, windowMs: 180_000 },
     },
