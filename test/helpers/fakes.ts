@@ -427,11 +427,16 @@ export class FakeLease implements LeasePort {
 
 /** Passes over fakes with a fingerprint key (the restore tests' set-up); `options` adds to or replaces the defaults. */
 export function passesOnFakes(
-  adapters: { snapshot: FakeSnapshot; sink: FakeSink; source: ReviewSource; keySource: FingerprintKeySource },
+  adapters: {
+    snapshot: FakeSnapshot;
+    sink: FakeSink;
+    source: ReviewSource;
+    keySource: FingerprintKeySource;
+    metrics?: BridgeMetrics;
+  },
   options: Partial<PassesOptions> = {},
 ): Passes {
-  const metrics = testMetrics();
-  const { snapshot, sink, source, keySource } = adapters;
+  const { snapshot, sink, source, keySource, metrics = testMetrics() } = adapters;
   return new Passes(
     {
       snapshot,

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { Passes } from '../../../src/bridge/passes/index.js';
 import { FingerprintKey, type FingerprintKeySource } from '../../../src/core/fingerprint-key.js';
 import {
   FakeSink,
@@ -7,8 +6,8 @@ import {
   FakeSource,
   gate,
   page,
+  passesOnFakes,
   review,
-  silentLogger,
   testMetrics,
 } from '../../helpers/fakes.js';
 
@@ -24,19 +23,7 @@ function setup(source: FakeSource, deleteMaxFraction: number | null = null) {
   const snapshot = new FakeSnapshot(log);
   const sink = new FakeSink(log);
   const metrics = testMetrics();
-  const passes = new Passes(
-    {
-      snapshot,
-      sink,
-      metrics,
-      logger: silentLogger,
-      eventSource: 'urn:test',
-      initialLoadMode: 'mark',
-      fingerprintKey: () => keySource.get(),
-    },
-    source,
-    { overlapMs: 1000, metrics, deleteMaxFraction, account: 'test', keySource },
-  );
+  const passes = passesOnFakes({ snapshot, sink, source, keySource, metrics }, { deleteMaxFraction });
   return { passes, snapshot, sink, log, metrics };
 }
 
