@@ -24,6 +24,8 @@ import type { Tracer } from '@opentelemetry/api';
 import type { ISocketFactory } from 'kafkajs';
 import { PassTracer } from '../ops/tracing.js';
 import { kindOf } from '../core/errors.js';
+import { KnownRedisInstances } from '../redis/instance.js';
+import { recordRefusal } from '../redis/refusal.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
 // namespace, checkpoint, lease, Kafka producer, metrics and loop (the producer and the upstream client only while
@@ -78,10 +80,12 @@ export function passesFromConfig(
     keySource?: FingerprintKeySource;
     /** The process's tracer when tracing is on. */
     tracer?: Tracer | null;
+    /** The Redis instances the process kept its state in (src/core/claims.ts); absent: no claim is checked. */
+    redisInstances?: { redis: BridgeRedis; known: KnownRedisInstances };
   },
   options: AccountOptions = {},
 ): Passes {
-  const { source, store, sink, metrics, logger, keySource, tracer } = adapters;
+  const { source, store, sink, metrics, logger, keySource, tracer, redisInstances } = adapters;
   return new Passes(
     {
       snapshot: store,
@@ -107,6 +111,16 @@ export function passesFromConfig(
         topic: config.kafka.topics.changelog,
         adoptLegacy: config.kafka.adoptLegacyChangelog,
       },
+      ...(redisInstances
+        ? {
+            claims: {
+              instance: () => redisInstances.known.learn(redisInstances.redis, config.redis.keyPrefix),
+              known: (id: string) => redisInstances.known.has(id),
+              // Three heartbeats: a live installation has written one at least, whatever its phase.
+              windowMs: 3 * config.heartbeat.intervalMs,
+            },
+          }
+        : {}),
     },
   );
 }
@@ -199,6 +213,8 @@ export class AccountBridge {
   private refused = false;
   /** The upstream client a replica that does not lead checks the credentials with (made at the first check). */
   private checker: UpstreamClient | null = null;
+  /** The Redis instances this account kept its state in (a Redis that lost its keys is a new one). */
+  private readonly redisInstances = new KnownRedisInstances();
 
   constructor(
     readonly config: BridgeConfig,
@@ -237,6 +253,7 @@ export class AccountBridge {
           logger,
           keySource,
           tracer: context.tracer,
+          redisInstances: { redis, known: this.redisInstances },
         };
         return {
           passes: passesFromConfig(config, adapters, options),
@@ -279,6 +296,11 @@ export class AccountBridge {
       },
       onStandby: () => this.leadership.release(),
       explainFailure: context.explainFailure,
+      onRefusal: async (refusal) => {
+        // A refused leadership keeps no Kafka connection while it waits to check again.
+        if (refusal) await this.leadership.release();
+        await recordRefusal(redis, keys.refused, refusal && { ...refusal, replica: context.replica });
+      },
     });
   }
 
@@ -321,6 +343,11 @@ export class AccountBridge {
 
   /** Starts the loop: it takes the lease when it can and connects Kafka then (retrying with backoff). */
   start(): void {
+    // The Redis this process starts with is its own, whoever leads: a replica that takes the account over after
+    // Redis lost its keys knows the heartbeats the former leader wrote with it.
+    void this.redisInstances
+      .learn(this.context.redis, this.config.redis.keyPrefix)
+      .catch((err: unknown) => this.context.logger.debug({ err }, 'the Redis instance id was not read yet'));
     this.loop.start();
   }
 

@@ -67,9 +67,12 @@ export function processReadiness(src: HealthSources): () => Promise<ReadinessRes
     const registered = contracts === undefined || contracts === true;
     if (src.only) {
       const role = loops[0]!.role;
+      const refused = loops[0]!.refused;
       return {
-        ok: dependencies.ready() && durable && role !== 'starting' && registered,
+        ok: dependencies.ready() && durable && role !== 'starting' && registered && refused === null,
         checks: {
+          // Present while the leadership is refused: the setting and the one line that says what to change.
+          ...(refused ? { leadership_refused: `${refused.setting}: ${refused.reason}` } : {}),
           ...registry,
           redis: redisOk,
           redis_durability: unmet ?? true,
@@ -94,6 +97,12 @@ export function processReadiness(src: HealthSources): () => Promise<ReadinessRes
         accounts: String(all.length),
         leading: String(loops.filter((h) => h.role === 'leader').length),
         upstream_credentials_refused: refused.join(',') || 'none',
+        // Accounts whose leadership is refused here (their reasons: `status`, the log, the metric by setting).
+        leadership_refused:
+          loops
+            .filter((h) => h.refused !== null)
+            .map((h) => all[loops.indexOf(h)]!.account)
+            .join(',') || 'none',
       },
       dependencies: reports,
     };

@@ -18,7 +18,11 @@ export class StartSlots {
   private active = 0;
   private readonly waiting: { admit: () => void }[] = [];
 
-  constructor(readonly limit: number) {
+  constructor(
+    readonly limit: number,
+    /** How often a leadership waiting for its turn tells it is alive (ms). */
+    private readonly aliveEveryMs = 5_000,
+  ) {
     if (!Number.isInteger(limit) || limit < 1)
       throw new RangeError(`start slots: limit ${limit} is not an integer >= 1`);
   }
@@ -28,9 +32,18 @@ export class StartSlots {
     return { active: this.active, waiting: this.waiting.length };
   }
 
-  /** Runs `work` in a slot once one is free; rejects without running it when `signal` aborts while it waits. */
-  async run<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    await this.take(signal);
+  /**
+   * Runs `work` in a slot once one is free; rejects without running it when `signal` aborts while it waits.
+   * `alive` is called on a period while it waits: waiting for the leaderships ahead is no hang of this one (a
+   * leadership that hangs in its slot stops telling its own loop it is alive).
+   */
+  async run<T>(work: () => Promise<T>, signal?: AbortSignal, alive?: () => void): Promise<T> {
+    const timer = alive ? setInterval(alive, this.aliveEveryMs) : undefined;
+    try {
+      await this.take(signal);
+    } finally {
+      clearInterval(timer);
+    }
     try {
       return await work();
     } finally {
@@ -122,8 +135,8 @@ export class LazyPasses<P extends PassRunner = PassRunner> implements PassRunner
    * Starts the leadership in its turn (StartSlots): connects its parts, takes the transactional id, brings Redis up
    * to the changelog. The loop calls it before any pass of a new epoch, so every leadership's connections open here.
    */
-  async prepare(epoch: number, signal: AbortSignal, force?: boolean): Promise<boolean> {
-    return this.slots.run(async () => (await this.acquire()).prepare(epoch, signal, force), signal);
+  async prepare(epoch: number, signal: AbortSignal, force?: boolean, alive?: () => void): Promise<boolean> {
+    return this.slots.run(async () => (await this.acquire()).prepare(epoch, signal, force, alive), signal, alive);
   }
 
   async takeRestoreRequest(): Promise<boolean> {

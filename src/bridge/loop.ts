@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { sleep as realSleep } from '../core/clock.js';
-import { kindOf } from '../core/errors.js';
+import { ConfigError, kindOf } from '../core/errors.js';
 import type { BridgeMetrics } from '../ops/metrics.js';
 import { LeaseKeeper, type LeasePort } from './lease-keeper.js';
 import type { PassRunner } from './passes/index.js';
@@ -24,7 +24,8 @@ export type LoopTiming = ScheduleTiming;
 export interface LoopDeps {
   passes: PassRunner;
   lease: LeasePort;
-  metrics: Pick<BridgeMetrics, 'passFinished' | 'setLeadership' | 'setPaused'>;
+  metrics: Pick<BridgeMetrics, 'passFinished' | 'setLeadership' | 'setPaused'> &
+    Partial<Pick<BridgeMetrics, 'setLeadershipRefused'>>;
   logger: Logger;
   timing: LoopTiming;
   clock?: () => number;
@@ -44,6 +45,17 @@ export interface LoopDeps {
    * writes...): it is then logged at debug, the dependency's own line having said it once. Absent: never.
    */
   explainFailure?: (err: unknown) => Promise<boolean>;
+  /** Told when the leadership is refused (its reason), and when a leadership is readied again (null). */
+  onRefusal?: (refusal: Refusal | null) => Promise<void>;
+}
+
+/** Why this replica's leadership of the account is refused (a setting to change), since when. */
+export interface Refusal {
+  /** The setting the refusal names (BRIDGE_DEPLOYMENT_ID, KAFKA_TOPIC_CHANGELOG...). */
+  setting: string;
+  /** The refusal's one line. */
+  reason: string;
+  since: number;
 }
 
 /** Liveness as the ops server reports it. */
@@ -53,6 +65,8 @@ export interface LoopHealth {
   lastTickAgeSeconds: number;
   /** The kind of the last failure (an error class or upstream error kind), never its message. */
   lastError: string | null;
+  /** Why the leadership is refused, while it is (the lease is given up meanwhile); null otherwise. */
+  refused: Refusal | null;
 }
 
 /** One replica's poll loop. */
@@ -67,6 +81,7 @@ export class BridgeLoop {
   private readonly failures: FailureLog;
   private readonly chores: LeaderChores;
   private readonly work: LeaderWork;
+  private refusal: Refusal | null = null;
 
   constructor(private readonly deps: LoopDeps) {
     const clock = (this.clock = deps.clock ?? Date.now);
@@ -79,7 +94,13 @@ export class BridgeLoop {
     });
     this.failures = new FailureLog(deps);
     this.chores = new LeaderChores({ ...deps, clock });
-    this.work = new LeaderWork({ ...deps, clock, releaseLease: () => this.keeper.lease.release() });
+    this.work = new LeaderWork({
+      ...deps,
+      clock,
+      releaseLease: () => this.keeper.lease.release(),
+      // Progress-based liveness: a restore that reads on, or a wait for a start slot, is no hang.
+      alive: () => void (this.lastTick = this.clock()),
+    });
   }
 
   /** Starts the loop in the background. */
@@ -107,7 +128,8 @@ export class BridgeLoop {
     const { pollIntervalMs, leaseTtlMs } = this.deps.timing;
     const age = (this.clock() - this.lastTick) / 1000;
     const limit = (Math.max(pollIntervalMs, leaseTtlMs) * 4 + 120_000) / 1000;
-    return { ok: age < limit, role: this.role, lastTickAgeSeconds: age, lastError: this.failures.lastError };
+    const { lastError } = this.failures;
+    return { ok: age < limit, role: this.role, lastTickAgeSeconds: age, lastError, refused: this.refusal };
   }
 
   private get stopping(): boolean {
@@ -117,6 +139,8 @@ export class BridgeLoop {
   private async loop(): Promise<void> {
     while (!this.stopping) {
       this.lastTick = this.clock();
+      // Renewals stop while a refusal stands aside (see refuse); the next turn takes the lease again to check anew.
+      this.keeper.start();
       const epoch = await this.leaseEpoch();
       if (epoch === 0) await this.standBy();
       else if (epoch !== null) await this.lead(epoch);
@@ -150,6 +174,7 @@ export class BridgeLoop {
     if (this.workController.signal.aborted) this.workController = new AbortController();
     try {
       if (!(await this.work.prepared(epoch, this.workController.signal))) return;
+      if (this.refusal) await this.refused(null);
       if (await this.chores.paused(epoch)) {
         // No upstream request while paused; the sweep resumes from its checkpoint on resume.
         await this.work.abandon();
@@ -176,6 +201,16 @@ export class BridgeLoop {
     }
     this.failures.fail(err, 'pass', await this.explained(err));
     const next = this.failures.recover();
+    if (err instanceof ConfigError) {
+      // Refused (another installation's state or topics, a changelog topic that does not fit): nothing was done
+      // on Kafka. Kept, the lease would keep every other replica out and say nothing; given up, with the reason
+      // in /readyz, `status` and a metric, it is checked again after the backoff.
+      this.work.unprepare();
+      await this.keeper.release().catch((e: unknown) => this.deps.logger.warn({ err: e }, 'lease release failed'));
+      this.becomes('standby', 0);
+      await this.refused({ setting: err.setting, reason: err.message, since: this.refusal?.since ?? this.clock() });
+      return await this.pause(next.ms);
+    }
     if (kindOf(err) === 'fenced' && this.keeper.epoch() !== 0) {
       // Kafka alone may have fenced this leader (another producer took the transactional id) while Redis still
       // says it leads: kept, the lease would fail every commit for ever and keep every other replica out. Given up,
@@ -195,12 +230,26 @@ export class BridgeLoop {
     await this.pause(next.ms);
   }
 
+  private async refused(refusal: Refusal | null): Promise<void> {
+    this.refusal = refusal;
+    this.deps.metrics.setLeadershipRefused?.(refusal?.setting ?? null);
+    await this.deps
+      .onRefusal?.(refusal)
+      .catch((err: unknown) => this.deps.logger.warn({ err }, 'refusal not recorded'));
+  }
+
   private async explained(err: unknown): Promise<boolean> {
     return (await this.deps.explainFailure?.(err).catch(() => false)) ?? false;
   }
 
   private becomes(role: 'leader' | 'standby', epoch: number): void {
-    if (this.role !== role) this.deps.logger.info({ role, epoch }, role === 'leader' ? 'leading' : 'standing by');
+    if (this.role !== role) {
+      // While refused, each check takes the lease and gives it up: the refusal's own line says what matters.
+      const log = this.refusal
+        ? this.deps.logger.debug.bind(this.deps.logger)
+        : this.deps.logger.info.bind(this.deps.logger);
+      log({ role, epoch }, role === 'leader' ? 'leading' : 'standing by');
+    }
     this.role = role;
     this.deps.metrics.setLeadership(role, epoch);
   }

@@ -114,6 +114,8 @@ export async function restoreFromChangelog(
     signal?: AbortSignal;
     /** Reports entries written so far (for `status`); called at most every second, and once at the end. */
     progress?: (entries: number, startedAt: number, finished: boolean) => Promise<void>;
+    /** Called for every batch of changelog records read (the loop's progress-based liveness). */
+    alive?: () => void;
     /** Who this deployment is; absent (adapters built by hand): nothing is checked or stamped. */
     identity?: Identity;
     /** The changelog topic and the account, as refusals name them. */
@@ -130,11 +132,7 @@ export async function restoreFromChangelog(
   const foreign = state.cluster !== null && state.cluster !== cluster;
   const mine = deps.identity;
   const refusals = new Refusals(deps.topic ?? 'the changelog topic', deps.account ?? 'the account');
-  if (mine && state.identity) refusals.checkRedis(state.identity, mine);
-  const former = ports.formerChangelog?.() ?? null;
-  // Redis reflects a changelog written by a version before identities, whose default topic was one for every
-  // deployment and exists: that is where this deployment's history is, unless the operator says otherwise.
-  if (mine && former && state.txn !== null && !state.identity && !foreign) refusals.former(former);
+  const former = checkRedisIdentity(state, cluster, ports, deps);
   if (mine && former && state.txn === null) {
     deps.logger.warn(
       { former, topic: deps.topic },
@@ -156,6 +154,7 @@ export async function restoreFromChangelog(
   let skipped = 0;
   let adopted = deps.adoptLegacy === true || (state.txn !== null && !foreign);
   const onRecords = async (records: RestoreRecord[]): Promise<void> => {
+    deps.alive?.();
     const batch: Array<readonly [number, SnapshotEntry | null, number?]> = [];
     for (const record of records) {
       const deployment = record.deployment ?? null;
@@ -228,6 +227,28 @@ export async function restoreFromChangelog(
     kind === 'full' ? 'restored the snapshot from the Kafka changelog' : 'applied Kafka commits Redis had missed',
   );
   return { kind, entries, txn: restored.txn, reacquire: !ok };
+}
+
+/**
+ * The refusals Redis's own records decide (its checkpoint names another deployment or upstream; it reflects the
+ * former default changelog topic): read only, so that a leadership checks them before it acts on Kafka, and every
+ * restore again. Resolves the former default changelog topic when it exists (see RestorePorts.formerChangelog).
+ */
+export function checkRedisIdentity(
+  state: Awaited<ReturnType<RestorePorts['changelogState']>>,
+  cluster: string,
+  ports: Pick<RestorePorts, 'formerChangelog'>,
+  deps: { identity?: Identity; topic?: string; account?: string },
+): string | null {
+  const mine = deps.identity;
+  const refusals = new Refusals(deps.topic ?? 'the changelog topic', deps.account ?? 'the account');
+  if (mine && state.identity) refusals.checkRedis(state.identity, mine);
+  const former = ports.formerChangelog?.() ?? null;
+  const foreign = state.cluster !== null && state.cluster !== cluster;
+  // Redis reflects a changelog written by a version before identities, whose default topic was one for every
+  // deployment and exists: that is where this deployment's history is, unless the operator says otherwise.
+  if (mine && former && state.txn !== null && !state.identity && !foreign) refusals.former(former);
+  return former;
 }
 
 /** The refusals of a restore: each a ConfigError whose one line names what was found and the settings to change. */

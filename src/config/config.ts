@@ -938,12 +938,27 @@ export function defaultChangelogTopic(deployment: string): string {
 }
 
 // What tells two installations apart when BRIDGE_DEPLOYMENT_ID is not set: the upstream they mirror, the account
-// (one account per deployment), the Kafka client id and the Redis key prefix (two deployments sharing one Redis
-// must differ in it). Several accounts in one deployment leave their accounts and upstreams out: adding one must
-// not change the deployment.
+// (one account per deployment), the Kafka client id, the Redis key prefix and the Redis they keep their state in
+// (two installations differing only in their Redis are two deployments: each would otherwise take the other's
+// transactional id). Several accounts in one deployment leave their accounts and upstreams out: adding one must
+// not change the deployment. A Redis credential is never part of it (REDIS_URL refuses a password).
 function deploymentParts(e: Env, multiAccount: boolean): string[] {
-  const base = [e.KAFKA_CLIENT_ID, e.REDIS_KEY_PREFIX];
+  const base = [e.KAFKA_CLIENT_ID, e.REDIS_KEY_PREFIX, redisTargetText(e)];
   return multiAccount ? ['accounts', ...base] : [e.UPSTREAM_BASE_URL.replace(/\/+$/, ''), e.BRIDGE_ACCOUNT, ...base];
+}
+
+// The Redis a deployment keeps its state in, as text: the server and database of REDIS_URL (no user name), the
+// sentinels and master name, or the cluster's seed nodes (sorted: their order is no other Redis).
+function redisTargetText(e: Env): string {
+  if (e.REDIS_SENTINELS) return `sentinel:${e.REDIS_SENTINEL_NAME ?? ''}@${[...e.REDIS_SENTINELS].sort().join(',')}`;
+  if (e.REDIS_CLUSTER_NODES) return `cluster:${[...e.REDIS_CLUSTER_NODES].sort().join(',')}`;
+  if (!e.REDIS_URL) return '';
+  try {
+    const url = new URL(e.REDIS_URL);
+    return `${url.protocol}//${url.host}${url.pathname === '/' ? '' : url.pathname}`;
+  } catch {
+    return e.REDIS_URL;
+  }
 }
 
 // The client id as text for the upstream id: its value, read once (a file that cannot be read yet counts by its

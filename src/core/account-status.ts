@@ -85,6 +85,10 @@ export const AccountStatusSchema = z.object({
     })
     .describe('deletions left undecided by records whose id cannot be read (docs/bad-input.md)'),
   lease: LeaseStatusSchema.nullable(),
+  refused: z
+    .object({ setting: z.string(), reason: z.string(), replica: z.string(), since: iso })
+    .nullable()
+    .describe("a replica's leadership refused before it acted on Kafka, and why (the lease is given up meanwhile)"),
   redisDurability: z.string().nullable().describe('null: Redis meets REDIS_WAIT_REPLICAS; else why not'),
   dependencies: z
     .object({
@@ -146,6 +150,8 @@ export interface AccountRecords {
   resync: ResyncRequest | null;
   changelogTxn: number | null;
   restoreRequested: boolean;
+  /** A refused leadership (src/redis/refusal.ts); absent: not read. */
+  refused?: { setting: string; reason: string; replica: string; since: number } | null;
   /** null: Redis meets REDIS_WAIT_REPLICAS; else why not. */
   redisDurability: string | null;
   /** The dependencies as the leader last reported them, redis as the reader found it; absent: not read. */
@@ -214,6 +220,7 @@ export function accountStatus(r: AccountRecords, now: number): AccountStatus {
         : null,
     },
     lease: r.lease,
+    refused: r.refused ? { ...r.refused, since: toIso(r.refused.since)! } : null,
     redisDurability: r.redisDurability,
     dependencies: r.dependencies ?? { checkedBy: null, checkedAt: null, report: {} },
   };

@@ -19,6 +19,8 @@ import {
 } from './encoding.js';
 import { KafkaSender } from './sender.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, TopicAdmin } from './topic-admin.js';
+import { recentClaims } from './heartbeat-claims.js';
+import { CLAIM_HEADERS, claimRefusal, foreignClaim, stateClaim } from '../core/claims.js';
 
 export { chunkBySize, stateMessages, type ChangelogBatch, type ChangelogOffsets, type DeadLetter } from './encoding.js';
 export { durabilityShortfall, topicDurability } from './topic-admin.js';
@@ -90,10 +92,12 @@ export class KafkaPublisher implements EventSink {
   private readonly encoder: RecordEncoder;
   private readonly sender: KafkaSender;
   private messageLimit: number;
+  /** The Redis instance the leadership keeps its state in, once verifyBeforeActing passed (its heartbeats say it). */
+  private redisInstance: string | null = null;
 
   constructor(
     private readonly config: BridgeConfig['kafka'],
-    account: string,
+    private readonly account: string,
     private readonly logger: Logger,
     privacy: PrivacyConfig = DEFAULT_PRIVACY,
     /** The process's changelog index (src/kafka/changelog-index.ts); absent: every full restore reads it all. */
@@ -137,6 +141,38 @@ export class KafkaPublisher implements EventSink {
   private async deliver(outgoing: Outgoing[]): Promise<ChangelogOffsets> {
     if (outgoing.length === 0) return {};
     return this.sender.commit(sendsOf(outgoing, this.messageLimit));
+  }
+
+  /**
+   * Checks, reading only, what must hold before this leadership acts on Kafka (fences the transactional id, writes
+   * a record, copies a key): the changelog topic is compacted, and no other installation published heartbeats into
+   * this account's topics in the last `windowMs` (src/core/claims.ts). `redis`: the Redis instance this leadership
+   * keeps its state in; `knownRedis`: whether an instance is one this process kept its state in. Throws the
+   * refusal (a ConfigError naming the settings).
+   */
+  async verifyBeforeActing(
+    redis: { instance: string; known: (instance: string) => boolean },
+    windowMs: number,
+    now: number,
+  ): Promise<void> {
+    await this.topics.verifyChangelog();
+    const identity = this.config.identity;
+    this.redisInstance = identity && redis.instance !== '' ? redis.instance : null;
+    if (!identity || windowMs <= 0) return;
+    const mine = {
+      account: this.account,
+      deployment: identity.deployment,
+      state: stateClaim(this.config.topics.state, this.config.keyPrefix),
+      knownRedis: (id: string) => id === redis.instance || redis.known(id),
+    };
+    const where = {
+      brokers: this.config.brokers,
+      topic: this.config.topics.heartbeat,
+      groupPrefix: this.config.clientId,
+    };
+    const seen = await recentClaims(this.kafka, where, now - windowMs, this.logger);
+    const claim = foreignClaim(seen, mine);
+    if (claim) throw claimRefusal(claim, mine, this.config.topics.heartbeat);
   }
 
   /**
@@ -202,11 +238,18 @@ export class KafkaPublisher implements EventSink {
 
   /** Publishes one heartbeat (keyed by the account) and resolves once it is acknowledged. */
   async publishHeartbeat(event: ReviewHeartbeatEvent): Promise<void> {
-    await this.sender.sendRecord({
-      topic: this.config.topics.heartbeat,
-      acks: -1,
-      messages: [this.encoder.heartbeatMessage(event)],
-    });
+    const message = this.encoder.heartbeatMessage(event);
+    const identity = this.config.identity;
+    if (identity && this.redisInstance !== null) {
+      // Who is publishing into these topics (read back by the next leaderships: src/core/claims.ts).
+      message.headers = {
+        ...message.headers,
+        [CLAIM_HEADERS.deployment]: identity.deployment,
+        [CLAIM_HEADERS.redis]: this.redisInstance,
+        [CLAIM_HEADERS.state]: stateClaim(this.config.topics.state, this.config.keyPrefix),
+      };
+    }
+    await this.sender.sendRecord({ topic: this.config.topics.heartbeat, acks: -1, messages: [message] });
   }
 
   /**

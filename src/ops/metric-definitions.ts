@@ -237,6 +237,12 @@ export const METRICS = {
     name: 'leader',
     help: '1 when this replica holds the lease of its account and polls, 0 on standby.',
   },
+  leadershipRefused: {
+    type: 'gauge',
+    name: 'leadership_refused',
+    help: "1 while this replica's leadership of its account is refused before acting on Kafka (another installation's state or topics, a changelog topic that does not fit), by the setting the refusal names; the lease is given up meanwhile.",
+    labels: ['setting'],
+  },
   leaseEpoch: {
     type: 'gauge',
     name: 'lease_epoch',

@@ -83,6 +83,12 @@ export abstract class PassRecorders {
     for (const topic of checked) this.m.topicDurabilityUnmet.set({ topic }, shortfalls.has(topic) ? 1 : 0);
   }
 
+  /** Reports the refusal of this replica's leadership by the setting it names, or none (null). */
+  setLeadershipRefused(setting: string | null): void {
+    this.m.leadershipRefused.reset();
+    if (setting !== null) this.m.leadershipRefused.set({ setting }, 1);
+  }
+
   setLeadership(state: 'leader' | 'standby', epoch: number): void {
     this.m.leader.set(state === 'leader' ? 1 : 0);
     this.m.leaseEpoch.set(epoch);

@@ -8,6 +8,7 @@ import {
 import { accountKeys, liveReplicas, type BridgeRedis } from './connection.js';
 import { leaseHolder } from './lease.js';
 import { SnapshotStore } from './snapshot-store.js';
+import { readRefusal } from './refusal.js';
 import { probeRedisWrite, readReplicaHealth } from './replica-health.js';
 import {
   dependencyReport,
@@ -34,6 +35,7 @@ export async function readAccountStatus(
 ): Promise<AccountStatus> {
   const keys = accountKeys(ref.keyPrefix, ref.account);
   const store = new SnapshotStore(redis, keys);
+  const refusal = readRefusal(redis, keys.refused);
   const [checkpoint, snapshotReviews, lease, sweepRequested, pausedSince, pass, resync, changelog, restoreRequested] =
     await Promise.all([
       store.checkpoint(),
@@ -46,6 +48,7 @@ export async function readAccountStatus(
       store.changelogState(),
       store.restoreRequested(),
     ]);
+  const refused = await refusal;
   const dependencies = await readDependencies(redis, ref.keyPrefix, lease?.holder ?? null, clock());
   return accountStatus(
     {
@@ -60,6 +63,7 @@ export async function readAccountStatus(
       resync,
       changelogTxn: changelog.txn,
       restoreRequested,
+      refused,
       redisDurability,
     },
     clock(),

@@ -193,6 +193,8 @@ export function accountKeys(prefix: string, account: string) {
     resyncRequest: `${base}:resync-request`,
     /** The resync the leader runs (moved from resyncRequest), kept until it completes: a new leader resumes it. */
     resyncActive: `${base}:resync-active`,
+    /** Why a replica's leadership was refused (JSON), for `status`; removed once a leadership is readied. */
+    refused: `${base}:refused`,
     /** Progress of the running sweep or resync (JSON), written by the leader for `status`. */
     progress: `${base}:progress`,
     deadLettered: (digest: string) => `${base}:dlq:${digest}`,

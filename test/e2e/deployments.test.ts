@@ -12,12 +12,18 @@ import {
 } from '../helpers/bridge.js';
 import { readAll, testKafka } from '../helpers/kafka.js';
 import { uniqueName } from '../helpers/services.js';
+import { readAccountStatus } from '../../src/redis/account-status.js';
+import { connectRedisFromConfig } from '../../src/redis/connection.js';
 
 // Deployments that share a Kafka cluster (issue 36, items 1 and 2), on the real services with read_committed
 // readers: two single-account deployments with the default changelog settings each get their own changelog and
 // complete feed; a deployment pointed at another's changelog, a changelog topic with cleanup.policy=delete and a
 // changelog topic deleted and created again under a deployment are each refused at start with one line naming the
 // topic and the setting, and nothing is published.
+// Identity first (issue 46, item 4): a second installation with the deployment id of a live one and its own Redis
+// state (a twin), or another deployment of the same account on the same topics, fences nothing and writes nothing
+// to Kafka: one line names the settings, /readyz is 503 naming the refusal, `status` shows it, and the first
+// deployment goes on with no takeover in its log.
 
 /** A logger that keeps the bridge's log lines (JSON) for the test to read. */
 function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
@@ -97,10 +103,17 @@ describe('deployments sharing a Kafka cluster', () => {
     expect(changedA.map((m) => m.key)).toEqual(['5']);
     expect(changedB.map((m) => m.key)).toEqual(['7']);
 
-    // A third deployment (B's account and event topics, its own Redis prefix) told to use A's changelog: the
-    // checkpoint there is A's, so it refuses to start, naming the topic and the settings, and publishes nothing.
+    // A third deployment (B's account, its own event topics and Redis prefix: on B's, B's heartbeats refuse it
+    // first, see the twin test below) told to use A's changelog: the checkpoint there is A's, so it refuses to
+    // start, naming the topic and the settings, and publishes nothing.
     const { logger, lines } = capturingLogger();
-    const intruderEnv = { ...envB, REDIS_KEY_PREFIX: uniqueName('rbdep'), KAFKA_TOPIC_CHANGELOG: a.topics.changelog };
+    const ownTopics = Object.entries(testEnv(simB.url)).filter(([k]) => k.startsWith('KAFKA_TOPIC_'));
+    const intruderEnv = {
+      ...envB,
+      ...Object.fromEntries(ownTopics),
+      REDIS_KEY_PREFIX: uniqueName('rbdep'),
+      KAFKA_TOPIC_CHANGELOG: a.topics.changelog,
+    };
     const intruder = await loggedBridge(intruderEnv, logger);
     const line = await refusal(lines);
     expect(line).toContain(`changelog topic ${a.topics.changelog}`);
@@ -189,5 +202,73 @@ describe('deployments sharing a Kafka cluster', () => {
     await initialLoadDone(second);
     const again = await readAll([second.topics.created], { untilCount: 180, idleMs: 1_000, timeoutMs: 60_000 });
     expect(again).toHaveLength(180);
+  });
+
+  it('refuses a twin (same deployment id, its own Redis) and another deployment of the account before either touches Kafka', async () => {
+    const sim = await simulatorForTest({ reviewCount: 60, seed: 365 });
+    // Heartbeats every 2 s: a live installation has written one in the last three intervals whatever it does.
+    const env = testEnv(sim.url, { BRIDGE_DEPLOYMENT_ID: uniqueName('dtwin'), HEARTBEAT_INTERVAL_MS: '2000' });
+    const first = capturingLogger();
+    const a = await loggedBridge({ ...env, REDIS_KEY_PREFIX: uniqueName('rbtwin') }, first.logger);
+    await initialLoadDone(a);
+    // The first deployment heartbeats (what the intruders read back before they act).
+    await readAll([a.topics.heartbeat], { untilCount: 1, timeoutMs: 30_000 });
+
+    for (const intruder of [
+      // The same settings and its own Redis: the same deployment id, another Redis instance.
+      { env: { ...env, REDIS_KEY_PREFIX: uniqueName('rbtwin') }, setting: 'BRIDGE_DEPLOYMENT_ID' },
+      // Another deployment (its own derived id) of the same account on the same topics.
+      {
+        env: { ...env, BRIDGE_DEPLOYMENT_ID: '', REDIS_KEY_PREFIX: uniqueName('rbtwin') },
+        setting: 'KAFKA_TOPIC_STATE',
+      },
+    ]) {
+      const { logger, lines } = capturingLogger();
+      const b = await loggedBridge(intruder.env, logger);
+      const line = await refusal(lines);
+      expect(line).toContain(intruder.setting);
+      expect(line).toContain('nothing was fenced or written');
+      // /readyz: not ready, naming the refusal; `status`: the refusal and the replica refused.
+      const readyz = await eventually(
+        async () => {
+          const res = await fetch(`${b.app.ops.url}/readyz`);
+          const body = (await res.json()) as { checks: Record<string, unknown> };
+          return body.checks.leadership_refused ? { status: res.status, body } : undefined;
+        },
+        30_000,
+        'readyz to name the refusal',
+      );
+      expect(readyz.status).toBe(503);
+      expect(String(readyz.body.checks.leadership_refused)).toContain(intruder.setting);
+      const redis = connectRedisFromConfig(b.config.redis);
+      try {
+        const status = await readAccountStatus(
+          redis,
+          { account: b.config.account, keyPrefix: b.config.redis.keyPrefix },
+          null,
+        );
+        expect(status.refused?.setting).toBe(intruder.setting);
+      } finally {
+        await redis.quit();
+      }
+      const metrics = await (await fetch(`${b.app.ops.url}/metrics`)).text();
+      expect(metrics).toMatch(
+        new RegExp(`^reviews_bridge_leadership_refused\\{[^}]*setting="${intruder.setting}"[^}]*\\} 1$`, 'm'),
+      );
+      expect((await b.store.checkpoint()).initialDone).toBe(false);
+      await b.stop();
+    }
+
+    // The first deployment was never fenced: a change made now is delivered once, and its log has no takeover.
+    flip(sim, 9);
+    const changed = await readAll([a.topics.statusChanged], { untilCount: 1, idleMs: 1_000, timeoutMs: 30_000 });
+    expect(changed.map((m) => m.key)).toEqual(['9']);
+    expect(await createdOnce(a, 60)).toEqual(ids(60));
+    const takeovers = first.lines.filter((l) => Number(l.level) >= 40 || /fenced|taken by another/.test(String(l.msg)));
+    expect(takeovers.map((l) => l.msg)).toEqual([]);
+    // Every heartbeat in the topic is the first deployment's: the intruders wrote nothing.
+    const all = await readAll([a.topics.heartbeat], { idleMs: 1_000, timeoutMs: 30_000 });
+    expect(new Set(all.map((m) => m.headers['bridge-redis-instance']))).toHaveProperty('size', 1);
+    expect(new Set(all.map((m) => m.headers['bridge-deployment']))).toEqual(new Set([env.BRIDGE_DEPLOYMENT_ID]));
   });
 });

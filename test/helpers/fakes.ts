@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent } from '../../src/core/events.js';
 import type { LeasePort } from '../../src/bridge/lease-keeper.js';
 import { BridgeMetrics } from '../../src/ops/metrics.js';
-import { Passes, type PassesSink, type PassesSnapshot } from '../../src/bridge/passes/index.js';
+import { Passes, type PassesOptions, type PassesSink, type PassesSnapshot } from '../../src/bridge/passes/index.js';
 import { FingerprintKey, type FingerprintKeySource } from '../../src/core/fingerprint-key.js';
 import type { ChangelogBatch, ChangelogOffsets, DeadLetter } from '../../src/kafka/publisher.js';
 import { applyCheckpointUpdate, EMPTY_CHECKPOINT } from '../../src/core/checkpoint.js';
@@ -438,18 +438,19 @@ export class FakeLease implements LeasePort {
   }
 }
 
-/**
- * Passes over in-memory stand-ins (snapshot, sink, no upstream records), as a unit test of what the passes do with
- * the snapshot and the sink builds them; `log` records both sides' calls in order.
- */
-export function passesOnFakes(): { passes: Passes; snapshot: FakeSnapshot; sink: FakeSink; log: string[] } {
-  const log: string[] = [];
-  const snapshot = new FakeSnapshot(log);
-  const sink = new FakeSink(log);
-  const metrics = testMetrics();
-  const key = new FingerprintKey(Buffer.alloc(32, 9));
-  const keySource: FingerprintKeySource = { get: async () => key, persist: async () => undefined };
-  const passes = new Passes(
+/** Passes over fakes with a fingerprint key (the restore tests' set-up); `options` adds to or replaces the defaults. */
+export function passesOnFakes(
+  adapters: {
+    snapshot: FakeSnapshot;
+    sink: FakeSink;
+    source: ReviewSource;
+    keySource: FingerprintKeySource;
+    metrics?: BridgeMetrics;
+  },
+  options: Partial<PassesOptions> = {},
+): Passes {
+  const { snapshot, sink, source, keySource, metrics = testMetrics() } = adapters;
+  return new Passes(
     {
       snapshot,
       sink,
@@ -459,8 +460,21 @@ export function passesOnFakes(): { passes: Passes; snapshot: FakeSnapshot; sink:
       initialLoadMode: 'mark',
       fingerprintKey: () => keySource.get(),
     },
-    new FakeSource([]),
-    { overlapMs: 1000, metrics, deleteMaxFraction: null, account: 'test', keySource },
+    source,
+    { overlapMs: 1000, metrics, deleteMaxFraction: null, account: 'test', keySource, ...options },
   );
+}
+
+/**
+ * Passes over in-memory stand-ins with no upstream records, as a unit test of what the passes do with the snapshot
+ * and the sink builds them; `log` records both sides' calls in order.
+ */
+export function loggedPassesOnFakes(): { passes: Passes; snapshot: FakeSnapshot; sink: FakeSink; log: string[] } {
+  const log: string[] = [];
+  const snapshot = new FakeSnapshot(log);
+  const sink = new FakeSink(log);
+  const key = new FingerprintKey(Buffer.alloc(32, 9));
+  const keySource: FingerprintKeySource = { get: async () => key, persist: async () => undefined };
+  const passes = passesOnFakes({ snapshot, sink, source: new FakeSource([]), keySource });
   return { passes, snapshot, sink, log };
 }

@@ -17,6 +17,8 @@ export interface LeaderWorkDeps {
   clock: () => number;
   /** Gives the lease up so that the account is taken anew under a newer epoch (a restore may ask it). */
   releaseLease: () => Promise<void>;
+  /** Tells the loop's liveness that a long readying (a restore, a wait for a start slot) goes forward. */
+  alive?: () => void;
 }
 
 /** The steps of a leader, and the long pass they advance. */
@@ -41,7 +43,7 @@ export class LeaderWork {
   async prepared(epoch: number, signal: AbortSignal): Promise<boolean> {
     if (this.preparedEpoch === epoch) return true;
     const full = this.restoreInFull;
-    const ready = await this.deps.passes.prepare(epoch, signal, full);
+    const ready = await this.deps.passes.prepare(epoch, signal, full, this.deps.alive);
     // Restored in full either way: a new lease asked for after it needs only the tail.
     this.restoreInFull = false;
     if (!ready) {
@@ -72,7 +74,7 @@ export class LeaderWork {
     // The checkpoint is read only between full scans: while one runs, the loop already knows where it stands.
     if (!this.longPass && (await passes.takeRestoreRequest())) {
       logger.warn({ epoch }, 'restore from the Kafka changelog requested by an operator');
-      if (!(await passes.prepare(epoch, signal, true))) await this.deps.releaseLease();
+      if (!(await passes.prepare(epoch, signal, true, this.deps.alive))) await this.deps.releaseLease();
       return 0;
     }
     if (!this.longPass) await this.openLongPass(epoch, signal, now);

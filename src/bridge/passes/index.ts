@@ -12,7 +12,7 @@ import { openResync, type ResyncProgressSink } from './resync.js';
 import type { ResyncRequest } from '../../core/resync-request.js';
 import type { CheckpointChange } from '../../core/checkpoint-change.js';
 import type { FingerprintKeySource } from '../../core/fingerprint-key.js';
-import { restoreFromChangelog, type RestoreMetrics, type RestorePorts } from '../restore.js';
+import { checkRedisIdentity, restoreFromChangelog, type RestoreMetrics, type RestorePorts } from '../restore.js';
 import type { Identity } from '../../core/identity.js';
 import { endSpan, SPAN_ATTRIBUTES } from '../../ops/tracing.js';
 
@@ -25,8 +25,10 @@ export interface PassRunner {
    * Readies this replica's leadership under `epoch` before any pass: takes the transactional id at the broker
    * (fencing a former leader) and restores Redis from the Kafka changelog where it is empty or behind. Resolves
    * false when the lease must be taken anew first (the epoch is not above the one the changelog recorded).
+   * `alive` is called as it makes progress (changelog records read, a start slot still awaited): a long restore
+   * keeps the loop's liveness while it goes forward.
    */
-  prepare(epoch: number, signal: AbortSignal, force?: boolean): Promise<boolean>;
+  prepare(epoch: number, signal: AbortSignal, force?: boolean, alive?: () => void): Promise<boolean>;
   /** Takes (and clears) an operator's request for a restore from Kafka. */
   takeRestoreRequest(): Promise<boolean>;
   checkpoint(): Promise<Checkpoint>;
@@ -86,6 +88,15 @@ export interface PassesSink
   publishHeartbeat(event: ReviewHeartbeatEvent): Promise<void>;
   /** Takes the account's transactional id at the broker for a new leadership (fences the former leader). */
   beginTransactions(): Promise<void>;
+  /**
+   * Reading only, before the leadership acts on Kafka: the changelog topic fits, and no other installation
+   * publishes into the account's topics (KafkaPublisher.verifyBeforeActing); absent: nothing checked.
+   */
+  verifyBeforeActing?(
+    redis: { instance: string; known: (instance: string) => boolean },
+    windowMs: number,
+    now: number,
+  ): Promise<void>;
 }
 
 /** Settings of the passes. */
@@ -103,6 +114,11 @@ export interface PassesOptions {
   keySource?: FingerprintKeySource;
   /** Who writes the changelog and where (checked before a restore trusts it); absent: nothing checked. */
   changelog?: { identity?: Identity; topic: string; adoptLegacy?: boolean };
+  /**
+   * The Redis instance the account keeps its state in (creates its id when none) and whether an instance is one
+   * this process kept its state in, and how far back heartbeats claim the account's topics (src/core/claims.ts).
+   */
+  claims?: { instance(): Promise<string>; known(instance: string): boolean; windowMs: number };
 }
 
 /** The passes of one account over one pipeline and one upstream. */
@@ -116,6 +132,7 @@ export class Passes implements PassRunner {
   private readonly metrics: RestoreMetrics;
   private readonly keySource: FingerprintKeySource | undefined;
   private readonly changelog: PassesOptions['changelog'];
+  private readonly claims: PassesOptions['claims'];
 
   constructor(
     deps: PipelineDeps & { snapshot: PassesSnapshot; sink: PassesSink },
@@ -129,6 +146,7 @@ export class Passes implements PassRunner {
     this.metrics = options.metrics;
     this.keySource = options.keySource;
     this.changelog = options.changelog;
+    this.claims = options.claims;
     const polls = options.polls ?? { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000 };
     const pollState = new PollState({
       intervalMs: polls.intervalMs,
@@ -145,10 +163,8 @@ export class Passes implements PassRunner {
     return this.snapshot.checkpoint(true);
   }
 
-  async prepare(epoch: number, signal: AbortSignal, force = false): Promise<boolean> {
+  async prepare(epoch: number, signal: AbortSignal, force = false, alive?: () => void): Promise<boolean> {
     this.pipeline.reset();
-    await this.sink.beginTransactions();
-    await this.keySource?.persist();
     const ports: RestorePorts = {
       changelogState: () => this.snapshot.changelogState(),
       clearForRestore: () => this.snapshot.clearForRestore(),
@@ -164,6 +180,10 @@ export class Passes implements PassRunner {
     };
     const { logger } = this.pipeline.deps;
     const clock = this.pipeline.clock;
+    // Identity first: nothing is fenced, written or copied on Kafka before the changelog topic, the installations
+    // publishing into the account's topics and Redis's own records are found to be this deployment's.
+    await this.verifyBeforeActing(ports);
+    await this.sink.beginTransactions();
     const progress = async (seen: number, startedAt: number, finished: boolean): Promise<void> => {
       const finishedAt = finished ? clock() : null;
       const record = { kind: 'restore' as const, requestId: null, seen, estimatedTotal: null, startedAt, finishedAt };
@@ -175,7 +195,7 @@ export class Passes implements PassRunner {
       const outcome = await restoreFromChangelog(
         ports,
         {
-          ...{ logger, metrics: this.metrics, clock, signal, progress, account: this.account },
+          ...{ logger, metrics: this.metrics, clock, signal, progress, alive, account: this.account },
           ...(this.changelog
             ? {
                 identity: this.changelog.identity,
@@ -192,6 +212,8 @@ export class Passes implements PassRunner {
         'reviews_bridge.restore.entries': outcome.entries,
       });
       if (span) endSpan(span, 'ok');
+      // The generated fingerprint key is copied to the changelog only once the restore trusted that topic.
+      if (!outcome.reacquire) await this.keySource?.persist();
       // Restored or sealed as it stands: a key lost from now on is told from one never written.
       if (!outcome.reacquire) this.pipeline.sealed();
       return !outcome.reacquire;
@@ -199,6 +221,23 @@ export class Passes implements PassRunner {
       if (span) endSpan(span, signal.aborted ? 'aborted' : 'error', err);
       throw err;
     }
+  }
+
+  /** The checks that read only, before anything is fenced, written or copied on Kafka (see prepare). */
+  private async verifyBeforeActing(ports: RestorePorts): Promise<void> {
+    const claims = this.claims;
+    if (this.sink.verifyBeforeActing) {
+      const instance = claims ? await claims.instance() : '';
+      const known = (id: string) => claims?.known(id) ?? true;
+      await this.sink.verifyBeforeActing({ instance, known }, claims?.windowMs ?? 0, this.pipeline.clock());
+    }
+    if (!this.changelog?.identity) return;
+    const [state, cluster] = await Promise.all([ports.changelogState(), ports.clusterId()]);
+    checkRedisIdentity(state, cluster, ports, {
+      identity: this.changelog.identity,
+      topic: this.changelog.topic,
+      account: this.account,
+    });
   }
 
   takeRestoreRequest(): Promise<boolean> {

@@ -1,4 +1,5 @@
 import { pino } from 'pino';
+import { until } from '../../helpers/wait.js';
 import { describe, expect, it } from 'vitest';
 import { connectGate } from '../../../src/app/account.js';
 import { LazyPasses, StartSlots } from '../../../src/app/leadership.js';
@@ -179,6 +180,27 @@ describe('StartSlots: a replica that wins many leases starts their leaderships a
     expect(started).toEqual(['first', 'next']);
     await expect(slots.run(async () => 1, lost.signal)).rejects.toThrow('lease lost');
     expect(slots.load()).toEqual({ active: 0, waiting: 0 });
+  });
+
+  it('tells a waiting leadership alive on a period until its turn, then no more (progress-based liveness)', async () => {
+    // Waiting for the leaderships ahead (a long restore in the only slot) is no hang of this one: without this its
+    // loop's liveness would fail, and the shipped probe would restart the pod, and the restore (issue 46, item 6).
+    const slots = new StartSlots(1, 5);
+    const first = held([], 'first');
+    const running = slots.run(first.work);
+    let beats = 0;
+    const waiting = slots.run(
+      async () => beats,
+      undefined,
+      () => (beats += 1),
+    );
+    await until(() => beats >= 3);
+    first.finish();
+    await running;
+    const atTurn = await waiting;
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(atTurn).toBeGreaterThanOrEqual(3);
+    expect(beats).toBe(atTurn);
   });
 
   it('holds a leadership in its slot through connect and prepare', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gate, passesOnFakes } from '../../helpers/fakes.js';
+import { gate, loggedPassesOnFakes } from '../../helpers/fakes.js';
 
 // An operator's checkpoint change (recorded while paused) is applied by the leader through one commit. Taken from
 // Redis before that commit, a change whose commit failed (a slow or restarting Kafka) was gone: the leader never
@@ -8,7 +8,7 @@ import { gate, passesOnFakes } from '../../helpers/fakes.js';
 const signal = new AbortController().signal;
 const REWIND = Date.UTC(2026, 0, 1);
 
-const setup = passesOnFakes;
+const setup = loggedPassesOnFakes;
 
 describe('applying a checkpoint change', () => {
   it('a change whose commit fails stays pending and is applied on the next turn', async () => {

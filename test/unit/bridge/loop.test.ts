@@ -7,6 +7,7 @@ import type { PassSummary } from '../../../src/bridge/pipeline.js';
 import type { Checkpoint } from '../../../src/redis/snapshot-store.js';
 import { UpstreamError } from '../../../src/upstream/errors.js';
 import {
+  ConfigError,
   CommitOutcomeUnknownError,
   FencedError,
   ReplicationError,
@@ -514,5 +515,82 @@ describe('BridgeLoop recovery, by error kind (the schedule decides; no adapter c
     await loop.stop();
     expect(passes.prepared).toEqual([1, 2]);
     expect(time.slept[0]).toBe(500);
+  });
+
+  it('gives a refused leadership up, says why in health and a metric, and checks again after the backoff', async () => {
+    // A refusal (another installation's state or topics) before the leadership acted on Kafka: kept, the lease
+    // would keep every other replica out while /readyz said ready (issue 46, item 6).
+    class RefusingPasses extends ScriptedPasses {
+      refusing = true;
+      override async prepare(epoch: number, signal?: AbortSignal, force = false): Promise<boolean> {
+        if (this.refusing) throw new ConfigError('BRIDGE_DEPLOYMENT_ID', 'deployment d1 already runs account a');
+        return super.prepare(epoch, signal, force);
+      }
+    }
+    const passes = new RefusingPasses();
+    const time = new FakeTime();
+    const { loop, lease, metrics } = loopOn(passes, new FakeLease(), 10_000, undefined, time);
+    const refusedGauge = async () =>
+      (await metrics.registry.getSingleMetric('reviews_bridge_leadership_refused')!.get()).values.map((v) => ({
+        setting: v.labels.setting,
+        value: v.value,
+      }));
+    loop.start();
+    await until(() => lease.released === 1);
+    const refused = loop.health().refused;
+    expect(refused?.setting).toBe('BRIDGE_DEPLOYMENT_ID');
+    expect(refused?.reason).toContain('deployment d1 already runs account a');
+    expect(loop.health().role).toBe('standby');
+    expect(await refusedGauge()).toEqual([{ setting: 'BRIDGE_DEPLOYMENT_ID', value: 1 }]);
+    expect(passes.calls).toEqual([]);
+    // Checked again once the lease is free again: still refused, the lease given up once more, no pass ran.
+    lease.leading = true;
+    await until(() => lease.released === 2);
+    expect(passes.calls).toEqual([]);
+    expect(loop.health().refused?.since).toBe(refused?.since);
+    // The cause removed: the next check readies the leadership, the refusal is gone, passes run.
+    passes.refusing = false;
+    lease.leading = true;
+    await until(() => passes.calls.includes('poll'));
+    expect(loop.health().refused).toBeNull();
+    expect(loop.health().role).toBe('leader');
+    expect(await refusedGauge()).toEqual([]);
+    await loop.stop();
+  });
+
+  it('keeps its liveness through a long restore that reads on, and loses it when the restore stops going forward', async () => {
+    // A restore longer than the liveness window failed /healthz, the probe restarted the pod, and the restore began
+    // again (issue 46, item 6): liveness follows the restore's progress, not the loop's turns.
+    class RestoringPasses extends ScriptedPasses {
+      health: boolean[] = [];
+      constructor(
+        private readonly clock: FakeTime,
+        private readonly progress: boolean,
+        private readonly read: () => boolean,
+      ) {
+        super();
+      }
+      override async prepare(epoch: number, signal?: AbortSignal, force = false, alive?: () => void) {
+        // Ten minutes of restore, a batch every 30 s (the liveness window is 160 s here).
+        for (let i = 0; i < 20; i++) {
+          this.clock.now += 30_000;
+          if (this.progress) alive?.();
+          this.health.push(this.read());
+        }
+        return super.prepare(epoch, signal, force);
+      }
+    }
+    for (const progress of [true, false]) {
+      const time = new FakeTime();
+      const ref: { loop?: BridgeLoop } = {};
+      const passes = new RestoringPasses(time, progress, () => ref.loop!.health().ok);
+      const { loop } = loopOn(passes, new FakeLease(), 10_000, undefined, time);
+      ref.loop = loop;
+      loop.start();
+      await until(() => passes.prepared.length === 1);
+      await loop.stop();
+      if (progress) expect(passes.health.every((ok) => ok)).toBe(true);
+      else expect(passes.health.at(-1)).toBe(false);
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CommitOutcomeUnknownError } from '../../../src/core/errors.js';
-import { FakeSink, gate, page, review, passesOnFakes } from '../../helpers/fakes.js';
+import { FakeSink, gate, page, review, loggedPassesOnFakes } from '../../helpers/fakes.js';
 
 // What a commit the bridge did not see through costs the runs after it, on in-memory stand-ins. A sweep page whose
 // Kafka commit outcome is unknown, then a due poll: the poll must neither read Redis (still at the transaction
@@ -11,7 +11,7 @@ const signal = new AbortController().signal;
 const CHANGED = 1_800_000_000_000;
 
 function setup() {
-  const { passes, snapshot, sink } = passesOnFakes();
+  const { passes, snapshot, sink } = loggedPassesOnFakes();
   return { passes, snapshot, sink, pipeline: passes.pipeline };
 }
 

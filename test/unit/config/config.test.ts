@@ -36,6 +36,30 @@ describe('loadConfig', () => {
     expect(JSON.stringify(a.kafka.identity)).not.toContain(String(minimal.UPSTREAM_CLIENT_ID));
   });
 
+  it('derives another deployment id for another Redis, one account or several, never from a credential', () => {
+    // Two installations with the same settings but their own Redis are two deployments: with one id they would
+    // share the default changelog topic and take each other's transactional id (issue 46, item 4).
+    const one = (env: Record<string, string>) => loadConfig({ ...minimal, ...env }).kafka.identity!.deployment;
+    const many = (env: Record<string, string>) =>
+      loadConfig({ ...minimal, ...env }, { multiAccount: true }).kafka.identity!.deployment;
+    for (const id of [one, many]) {
+      const base = id({});
+      expect(id({ REDIS_URL: 'redis://127.0.0.1:6380' })).not.toBe(base);
+      expect(id({ REDIS_URL: 'redis://127.0.0.1:6379/2' })).not.toBe(base);
+      expect(id({ REDIS_URL: 'redis://redis-b.example:6379' })).not.toBe(base);
+      const sentinels = { REDIS_URL: '', REDIS_SENTINELS: 'a:26379,b:26379', REDIS_SENTINEL_NAME: 'm' };
+      expect(id(sentinels)).not.toBe(id({ ...sentinels, REDIS_SENTINEL_NAME: 'other' }));
+      // The order of the seed addresses names no other Redis; the user name and the password file are no part.
+      expect(id(sentinels)).toBe(id({ ...sentinels, REDIS_SENTINELS: 'b:26379,a:26379' }));
+      const nodes = { REDIS_URL: '', REDIS_CLUSTER_NODES: 'a:7000,b:7000' };
+      expect(id(nodes)).toBe(id({ ...nodes, REDIS_CLUSTER_NODES: 'b:7000,a:7000' }));
+      expect(id(nodes)).not.toBe(id({ ...nodes, REDIS_CLUSTER_NODES: 'a:7000,c:7000' }));
+      expect(id({ REDIS_URL: 'redis://bridge@127.0.0.1:6379' })).toBe(base);
+      // Pinned, it is what the operator says whatever the Redis.
+      expect(id({ BRIDGE_DEPLOYMENT_ID: 'prod', REDIS_URL: 'redis://elsewhere:6379' })).toBe('prod');
+    }
+  });
+
   it('applies defaults', () => {
     const c = loadConfig(minimal);
     expect(c.account).toBe('default');

@@ -62,9 +62,9 @@ describe('docs, manifests, configuration reference and code agree', () => {
     [
       'the rollout strategy',
       'deploy/k8s/deployment.yaml',
-      /type: \w+\n(\s+)rollingUpdate:/,
-      'type: Recreate\n$1rollingUpdate:',
-      /does not name the shipped rollout strategy `Recreate`/,
+      /type: Recreate/,
+      'type: RollingUpdate',
+      /does not name the shipped rollout strategy `RollingUpdate`/,
     ],
     [
       'the resource request in compose',

@@ -28,13 +28,20 @@ const ACCOUNT_KEYS = [
   'resync-request',
   'resync-active',
   'progress',
+  'refused',
   'gone',
   'dlq:<digest>',
   's:<bucket>',
 ] as const;
 
 /** Keys of the whole deployment (every account under one prefix): `<prefix>:<name>`, no account tag. */
-const DEPLOYMENT_KEYS = ['replicas', 'fingerprint-key', 'replica-health:<replica>', 'write-probe'] as const;
+const DEPLOYMENT_KEYS = [
+  'replicas',
+  'fingerprint-key',
+  'replica-health:<replica>',
+  'write-probe',
+  'redis-instance',
+] as const;
 
 describe('accountKeys', () => {
   it('puts every key of an account in the account hash tag (one Redis Cluster slot)', () => {
