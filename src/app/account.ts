@@ -4,7 +4,7 @@ import { Lease } from '../redis/lease.js';
 import type { LeasePort } from '../bridge/lease-keeper.js';
 import { BridgeLoop, type LoopHealth } from '../bridge/loop.js';
 import { BridgeMetrics } from '../ops/metrics.js';
-import { Passes, type PassesSink } from '../bridge/passes/index.js';
+import { Passes, type PassesOptions, type PassesSink } from '../bridge/passes/index.js';
 import type { PipelineDeps } from '../bridge/pipeline.js';
 import { KafkaPublisher } from '../kafka/publisher.js';
 import type { RecordContracts } from '../core/wire-format.js';
@@ -23,6 +23,8 @@ import type { Tracer } from '@opentelemetry/api';
 import type { ISocketFactory } from 'kafkajs';
 import { PassTracer } from '../ops/tracing.js';
 import { kindOf } from '../core/errors.js';
+import { SnapshotHold } from '../core/snapshot-hold.js';
+import { memoryStats, snapshotBytesPerEntry } from '../redis/eviction.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
 // namespace, checkpoint, lease, Kafka producer, metrics and loop (the producer and the upstream client only while
@@ -77,10 +79,12 @@ export function passesFromConfig(
     keySource?: FingerprintKeySource;
     /** The process's tracer when tracing is on. */
     tracer?: Tracer | null;
+    /** Whether Redis holds the snapshot, and how its memory is read (absent: restores are not checked). */
+    eviction?: PassesOptions['eviction'];
   },
   options: AccountOptions = {},
 ): Passes {
-  const { source, store, sink, metrics, logger, keySource, tracer } = adapters;
+  const { source, store, sink, metrics, logger, keySource, tracer, eviction } = adapters;
   return new Passes(
     {
       snapshot: store,
@@ -106,6 +110,7 @@ export function passesFromConfig(
         topic: config.kafka.topics.changelog,
         adoptLegacy: config.kafka.adoptLegacyChangelog,
       },
+      ...(eviction ? { eviction } : {}),
     },
   );
 }
@@ -191,6 +196,8 @@ export class AccountBridge {
   readonly store: SnapshotStore;
   readonly lease: Lease;
   readonly loop: BridgeLoop;
+  /** Whether Redis holds the account's snapshot (a Redis that keeps evicting it stops publishing). */
+  readonly hold = new SnapshotHold();
   private readonly leadership: LazyPasses<Passes>;
   private leader: { publisher: KafkaPublisher; source: UpstreamClient } | null = null;
   /** Whether the upstream refused this account's credentials at the last check (while leading). */
@@ -233,6 +240,11 @@ export class AccountBridge {
           logger,
           keySource,
           tracer: context.tracer,
+          eviction: {
+            hold: this.hold,
+            memory: { stats: () => memoryStats(redis), bytesPerEntry: () => snapshotBytesPerEntry(redis, keys) },
+            setEvicting: (on: boolean) => this.metrics.setSnapshotEvicting(on),
+          },
         };
         return {
           passes: passesFromConfig(config, adapters, options),

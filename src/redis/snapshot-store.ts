@@ -44,6 +44,7 @@ export class SnapshotStore {
   restoreFinish: SnapshotRestore['restoreFinish'] = (...a) => this.restore.restoreFinish(...a);
   seal: SnapshotRestore['seal'] = (...a) => this.restore.seal(...a);
   sealIfComplete: SnapshotRestore['sealIfComplete'] = (...a) => this.restore.sealIfComplete(...a);
+  verifyHeld: SnapshotRestore['verifyHeld'] = () => this.restore.verifyHeld();
 
   // The checkpoint and the progress of long passes.
   checkpoint: CheckpointStore['checkpoint'] = (...a) => this.checkpoints.checkpoint(...a);

@@ -15,6 +15,9 @@ import type { FingerprintKeySource } from '../../core/fingerprint-key.js';
 import { restoreFromChangelog, type RestoreMetrics, type RestorePorts } from '../restore.js';
 import type { Identity } from '../../core/identity.js';
 import { endSpan, SPAN_ATTRIBUTES } from '../../ops/tracing.js';
+import { SnapshotLostError } from '../../core/errors.js';
+import { evictionBackoffMs, evictionMessage, type EvictionSeen, type SnapshotHold } from '../../core/snapshot-hold.js';
+import type { RestoreOutcome } from '../restore.js';
 
 export type { LongPassRun } from './full-scan.js';
 export type { PassContext } from './context.js';
@@ -76,6 +79,15 @@ export interface PassesSnapshot
   pausedSince(): Promise<number | null>;
   /** Takes an operator's pending checkpoint change ('invalid': unreadable, dropped); absent: none are taken. */
   takeCheckpointChange?(): Promise<CheckpointChange | 'invalid' | null>;
+  /** What of the sealed snapshot Redis no longer holds (null: nothing); absent: not checked. */
+  verifyHeld?(): Promise<string | null>;
+}
+
+/** What Redis says of its memory: evictions, use and limit (null: it does not say), and bytes per entry. */
+export interface MemoryProbe {
+  stats(): Promise<{ evictedKeys: number; usedMemory: number; maxmemory: number } | null>;
+  /** About how many bytes one snapshot entry takes (null: unknown). */
+  bytesPerEntry(): Promise<number | null>;
 }
 
 /** Where the passes publish: change events and dead letters, and deletions. */
@@ -101,6 +113,11 @@ export interface PassesOptions {
   keySource?: FingerprintKeySource;
   /** Who writes the changelog and where (checked before a restore trusts it); absent: nothing checked. */
   changelog?: { identity?: Identity; topic: string; adoptLegacy?: boolean };
+  /**
+   * Whether Redis holds the snapshot (a restore Redis evicted keys during does not hold: nothing is published until
+   * one does), with what Redis says of its memory; absent: restores are not checked (tests on fakes).
+   */
+  eviction?: { hold: SnapshotHold; memory: MemoryProbe; setEvicting(on: boolean): void };
 }
 
 /** The passes of one account over one pipeline and one upstream. */
@@ -114,6 +131,7 @@ export class Passes implements PassRunner {
   private readonly metrics: RestoreMetrics;
   private readonly keySource: FingerprintKeySource | undefined;
   private readonly changelog: PassesOptions['changelog'];
+  private readonly eviction: PassesOptions['eviction'];
 
   constructor(
     deps: PipelineDeps & { snapshot: PassesSnapshot; sink: PassesSink },
@@ -127,6 +145,7 @@ export class Passes implements PassRunner {
     this.metrics = options.metrics;
     this.keySource = options.keySource;
     this.changelog = options.changelog;
+    this.eviction = options.eviction;
     const polls = options.polls ?? { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000 };
     const pollState = new PollState({
       intervalMs: polls.intervalMs,
@@ -151,7 +170,7 @@ export class Passes implements PassRunner {
       changelogState: () => this.snapshot.changelogState(),
       clearForRestore: () => this.snapshot.clearForRestore(),
       restoreEntries: (entries, verify) => this.snapshot.restoreEntries(entries, verify),
-      restoreFinish: (e, ckpt, offsets, cluster) => this.snapshot.restoreFinish(e, ckpt, offsets, cluster),
+      restoreFinish: (e, ckpt, offsets, cluster, tail) => this.snapshot.restoreFinish(e, ckpt, offsets, cluster, tail),
       setKafkaCluster: (cluster) => this.snapshot.setKafkaCluster(cluster),
       seal: (e) => this.snapshot.seal(e),
       sealIfComplete: (e) => this.snapshot.sealIfComplete(e),
@@ -169,6 +188,7 @@ export class Passes implements PassRunner {
     };
     const { tracer } = this.pipeline;
     const span = tracer.enabled ? tracer.startPass('restore', { [SPAN_ATTRIBUTES.epoch]: epoch }) : null;
+    const before = await this.memoryStats();
     try {
       const outcome = await restoreFromChangelog(
         ports,
@@ -190,9 +210,11 @@ export class Passes implements PassRunner {
         'reviews_bridge.restore.entries': outcome.entries,
       });
       if (span) endSpan(span, 'ok');
+      if (outcome.reacquire) return false;
+      await this.checkHeld(before, outcome);
       // Restored or sealed as it stands: a key lost from now on is told from one never written.
-      if (!outcome.reacquire) this.pipeline.sealed();
-      return !outcome.reacquire;
+      this.pipeline.sealed();
+      return true;
     } catch (err) {
       if (span) endSpan(span, signal.aborted ? 'aborted' : 'error', err);
       throw err;
@@ -201,6 +223,65 @@ export class Passes implements PassRunner {
 
   takeRestoreRequest(): Promise<boolean> {
     return this.snapshot.takeRestoreRequest();
+  }
+
+  /**
+   * Whether the restore just finished holds: Redis evicted nothing while it ran (INFO's evicted_keys, when Redis
+   * answers INFO) and, after a full restore or any eviction, every key of the sealed snapshot is there. One that
+   * does not hold throws SnapshotLostError (the loop restores again in full, backing off while Redis keeps
+   * evicting): no pass runs on it, so nothing is published for the account meanwhile. Each change of state is
+   * logged once.
+   */
+  private async checkHeld(
+    before: { evictedKeys: number } | null,
+    outcome: Pick<RestoreOutcome, 'kind' | 'entries'>,
+  ): Promise<void> {
+    const eviction = this.eviction;
+    if (!eviction) return;
+    const { logger } = this.pipeline.deps;
+    const after = await this.memoryStats();
+    const evicted = before && after ? Math.max(0, after.evictedKeys - before.evictedKeys) : null;
+    const look = outcome.kind === 'full' || (evicted ?? 0) > 0 || eviction.hold.state().kind === 'evicting';
+    const lost = look ? ((await this.snapshot.verifyHeld?.()) ?? null) : null;
+    if (lost === null && !(evicted !== null && evicted > 0)) {
+      eviction.setEvicting(false);
+      if (eviction.hold.held()) {
+        logger.warn({ account: this.account }, 'Redis holds the snapshot again: publishing resumes');
+      }
+      return;
+    }
+    const seen: EvictionSeen = {
+      evicted,
+      lost,
+      needBytes: await this.needBytes(outcome, after),
+      maxmemory: after?.maxmemory ?? null,
+    };
+    const message = evictionMessage(this.account, seen);
+    eviction.setEvicting(true);
+    if (eviction.hold.evicting(seen, this.pipeline.clock())) logger.error({ account: this.account, ...seen }, message);
+    else logger.debug({ account: this.account, ...seen }, message);
+    const state = eviction.hold.state();
+    const attempts = state.kind === 'evicting' ? state.attempts : 1;
+    throw new SnapshotLostError(`LOST-PART: ${message}`, true, evictionBackoffMs(attempts));
+  }
+
+  /**
+   * About how many bytes Redis needs with this snapshot in it: what it uses now, less what the entries it still
+   * holds take, plus what every restored entry takes (null: not a full restore, or Redis does not say).
+   */
+  private async needBytes(
+    outcome: Pick<RestoreOutcome, 'kind' | 'entries'>,
+    after: { usedMemory: number; maxmemory: number } | null,
+  ): Promise<number | null> {
+    if (outcome.kind !== 'full' || !after || after.maxmemory === 0) return null;
+    const perEntry = await this.eviction?.memory.bytesPerEntry().catch(() => null);
+    if (!perEntry) return null;
+    const held = await this.snapshot.size().catch(() => 0);
+    return Math.round(after.usedMemory + perEntry * Math.max(0, outcome.entries - held));
+  }
+
+  private async memoryStats(): Promise<{ evictedKeys: number; usedMemory: number; maxmemory: number } | null> {
+    return (await this.eviction?.memory.stats().catch(() => null)) ?? null;
   }
 
   takeSweepRequest(): Promise<boolean> {

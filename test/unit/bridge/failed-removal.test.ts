@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Passes } from '../../../src/bridge/passes/index.js';
 import { deletedEvents } from '../../../src/core/deletion.js';
+import type { SnapshotEntry } from '../../../src/core/snapshot-entry.js';
 import { FingerprintKey, type FingerprintKeySource } from '../../../src/core/fingerprint-key.js';
 import { FakeSink, FakeSnapshot, FakeSource, page, review, silentLogger, testMetrics } from '../../helpers/fakes.js';
 
@@ -42,11 +43,9 @@ async function deleteWhileRedisRestarts(setupResult: ReturnType<typeof setup>): 
   const sweep = pipeline.open('sweep', 1);
   await sweep.submit(page([review(1), review(2)]));
   await pipeline.settle();
-  const missing: Array<[number, NonNullable<ReturnType<typeof snapshot.entries.get>>]> = [
-    [1, snapshot.entries.get(1)!],
-  ];
+  const missing: Array<[number, SnapshotEntry]> = [[1, snapshot.entries.get(1)!]];
   let refusals = 1;
-  const remove = async (epoch: number, entries: typeof missing) => {
+  const remove = async (epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>) => {
     if (refusals-- > 0) throw new Error('Connection is closed.');
     return snapshot.removeEntries(epoch, entries);
   };
