@@ -5,6 +5,18 @@ import { num, safeJson } from './store-common.js';
 
 // The control flags of one account: what operators ask of its leader (pause, a sweep, a restore, a resync). They
 // are requests, not state: none is fenced, and the leader takes each between passes.
+//
+// The pause is the one that decides what is published, so its loss must not resume the account: once the leader
+// has adopted the pause state (adoptPauseState), the flag always exists ('0': running) and two marks say so (the
+// manifest's field 'p' and the checkpoint's 'pause_state', carried over by restores and seals). A flag absent while
+// a mark is there was lost (evicted, deleted by hand): the account reads as paused, and the flag is written again.
+
+/** The manifest's field saying the account's pause flag exists (absent flag: lost, so paused). */
+export const PAUSE_LISTED = 'p';
+/** The same mark in the checkpoint hash (the manifest and the checkpoint are seldom lost together). */
+export const PAUSE_LISTED_CHECKPOINT = 'pause_state';
+/** The pause flag's value of a running account. */
+const RUNNING = '0';
 
 /** The operator's requests to one account's leader, as Redis keys. */
 export class ControlFlags {
@@ -15,18 +27,63 @@ export class ControlFlags {
 
   /** Pauses the bridge (operator command): the leader makes no upstream request while the flag is set. */
   async pause(now = Date.now()): Promise<void> {
-    // NX keeps the time of the first pause, so the "paused for too long" alert measures from it.
-    await this.redis.set(this.keys.paused, String(now), 'NX');
+    // Kept as it is when already paused, so the "paused for too long" alert measures from the first pause.
+    if ((await this.pausedSince()) === null) await this.redis.set(this.keys.paused, String(now));
   }
 
   /** Lifts a pause; returns whether the bridge was paused. */
   async resume(): Promise<boolean> {
-    return (await this.redis.del(this.keys.paused)) === 1;
+    const was = (await this.pausedSince()) !== null;
+    // Written as running, not deleted: once adopted, a flag that is absent means a lost one (paused).
+    await this.redis.set(this.keys.paused, RUNNING);
+    return was;
   }
 
-  /** When the bridge was paused (ms), or null when it is not: the leader checks it every tick. */
-  async pausedSince(): Promise<number | null> {
-    return num((await this.redis.get(this.keys.paused)) ?? undefined);
+  /**
+   * When the bridge was paused (ms), or null when it is not: the leader checks it every tick. A flag the marks say
+   * exists and Redis lost reads as paused: it is written again, paused from now.
+   */
+  async pausedSince(now = Date.now()): Promise<number | null> {
+    const [flag, listed, marked] = replies(
+      await this.redis
+        .pipeline()
+        .get(this.keys.paused)
+        .hexists(this.keys.manifest, PAUSE_LISTED)
+        .hexists(this.keys.checkpoint, PAUSE_LISTED_CHECKPOINT)
+        .exec(),
+    );
+    if (typeof flag === 'string') return flag === RUNNING ? null : num(flag);
+    if (listed !== 1 && marked !== 1) return null;
+    await this.redis.set(this.keys.paused, String(now), 'NX');
+    return num((await this.redis.get(this.keys.paused)) ?? undefined) ?? now;
+  }
+
+  /**
+   * Makes the pause flag's absence mean its loss from now on (the leader, once Redis holds the snapshot): a lost
+   * flag reads as paused first, an absent one of an account never paused is written as running, then marked.
+   */
+  async adoptPauseState(now = Date.now()): Promise<void> {
+    if ((await this.pausedSince(now)) === null) await this.redis.set(this.keys.paused, RUNNING, 'NX');
+    await this.markPauseState();
+  }
+
+  /** Writes the marks that the pause flag exists (after a restore or a seal rewrote the manifest and checkpoint). */
+  async markPauseState(): Promise<void> {
+    await this.redis.hset(this.keys.manifest, PAUSE_LISTED, '1');
+    await this.redis.hset(this.keys.checkpoint, PAUSE_LISTED_CHECKPOINT, '1');
+  }
+
+  /** Whether the pause flag exists or is marked as existing (read before a restore clears the marks). */
+  async pauseStateKept(): Promise<boolean> {
+    const [flag, listed, marked] = replies(
+      await this.redis
+        .pipeline()
+        .exists(this.keys.paused)
+        .hexists(this.keys.manifest, PAUSE_LISTED)
+        .hexists(this.keys.checkpoint, PAUSE_LISTED_CHECKPOINT)
+        .exec(),
+    );
+    return flag === 1 || listed === 1 || marked === 1;
   }
 
   /** Asks the leader for a sweep now (from the CLI or an operator); not fenced, it is only a request. */
@@ -118,4 +175,12 @@ export class ControlFlags {
     const parsed = raw === null ? null : ResyncRequestSchema.safeParse(safeJson(raw));
     return parsed?.success ? parsed.data : null;
   }
+}
+
+// A pipeline's replies, or its first error thrown.
+function replies(results: [Error | null, unknown][] | null): unknown[] {
+  return (results ?? []).map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
 }

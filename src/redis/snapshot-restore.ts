@@ -39,19 +39,23 @@ export class SnapshotRestore {
   constructor(
     private readonly redis: BridgeRedis,
     private readonly keys: AccountKeys,
+    /** The marks that the pause flag exists (src/redis/control-flags.ts), carried over what a restore clears. */
+    private readonly pause?: { kept(): Promise<boolean>; mark(): Promise<void> },
   ) {}
 
   /**
    * Removes the account's snapshot (entries, count, checkpoint, manifest) before a full restore; leases and
-   * requests stay.
+   * requests stay, and so do the marks that the pause flag exists.
    */
   async clearForRestore(): Promise<void> {
     this.token = null;
+    const pauseKept = (await this.pause?.kept()) ?? false;
     const keys: string[] = [this.keys.checkpoint, this.keys.count, this.keys.gone, this.keys.manifest];
     for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) keys.push(...found);
     for (let i = 0; i < keys.length; i += 500) await this.redis.unlink(...keys.slice(i, i + 500));
     await this.redis.hset(this.keys.gone, MARKER, '1');
     await this.redis.hset(this.keys.manifest, RESTORING, '1', GONE_LISTED, '1');
+    if (pauseKept) await this.pause?.mark();
     this.restoring = true;
   }
 
@@ -104,7 +108,9 @@ export class SnapshotRestore {
    */
   async seal(epoch: number): Promise<void> {
     this.restoring = false;
+    const pauseKept = (await this.pause?.kept()) ?? false;
     await this.redis.unlink(this.keys.manifest);
+    if (pauseKept) await this.pause?.mark();
     for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) {
       for (let i = 0; i < found.length; i += 500) {
         const keys = [this.keys.manifest, ...found.slice(i, i + 500)];

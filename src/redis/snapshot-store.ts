@@ -24,9 +24,13 @@ export class SnapshotStore {
 
   constructor(redis: BridgeRedis, keys: AccountKeys) {
     this.entries = new SnapshotEntries(redis, keys);
-    this.restore = new SnapshotRestore(redis, keys);
-    this.checkpoints = new CheckpointStore(redis, keys);
     this.control = new ControlFlags(redis, keys);
+    const control = this.control;
+    this.restore = new SnapshotRestore(redis, keys, {
+      kept: () => control.pauseStateKept(),
+      mark: () => control.markPauseState(),
+    });
+    this.checkpoints = new CheckpointStore(redis, keys);
     this.deadLetters = new DeadLetterMemory(redis, keys);
   }
 
@@ -59,6 +63,7 @@ export class SnapshotStore {
   pause: ControlFlags['pause'] = (...a) => this.control.pause(...a);
   resume: ControlFlags['resume'] = () => this.control.resume();
   pausedSince: ControlFlags['pausedSince'] = () => this.control.pausedSince();
+  adoptPauseState: ControlFlags['adoptPauseState'] = () => this.control.adoptPauseState();
   requestSweep: ControlFlags['requestSweep'] = (...a) => this.control.requestSweep(...a);
   requestCheckpointChange: ControlFlags['requestCheckpointChange'] = (...a) =>
     this.control.requestCheckpointChange(...a);

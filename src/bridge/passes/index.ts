@@ -81,6 +81,8 @@ export interface PassesSnapshot
   takeCheckpointChange?(): Promise<CheckpointChange | 'invalid' | null>;
   /** What of the sealed snapshot Redis no longer holds (null: nothing); absent: not checked. */
   verifyHeld?(): Promise<string | null>;
+  /** Makes a lost pause flag read as paused from now on (src/redis/control-flags.ts); absent: not kept. */
+  adoptPauseState?(): Promise<void>;
 }
 
 /** What Redis says of its memory: evictions, use and limit (null: it does not say), and bytes per entry. */
@@ -132,6 +134,10 @@ export class Passes implements PassRunner {
   private readonly keySource: FingerprintKeySource | undefined;
   private readonly changelog: PassesOptions['changelog'];
   private readonly eviction: PassesOptions['eviction'];
+  /** The most entries the snapshot was known to hold (its count, or the last full restore): what Redis must fit. */
+  private knownEntries = 0;
+  /** What Redis used right after the last full restore cleared the account (null: not measured). */
+  private baselineBytes: number | null = null;
 
   constructor(
     deps: PipelineDeps & { snapshot: PassesSnapshot; sink: PassesSink },
@@ -189,9 +195,12 @@ export class Passes implements PassRunner {
     const { tracer } = this.pipeline;
     const span = tracer.enabled ? tracer.startPass('restore', { [SPAN_ATTRIBUTES.epoch]: epoch }) : null;
     const before = await this.memoryStats();
+    this.knownEntries = Math.max(this.knownEntries, await this.snapshot.size().catch(() => 0));
+    let outcome: RestoreOutcome | null = null;
+    let lostDuring: string | null = null;
     try {
-      const outcome = await restoreFromChangelog(
-        ports,
+      outcome = await restoreFromChangelog(
+        { ...ports, clearForRestore: () => this.clearMeasured() },
         {
           ...{ logger, metrics: this.metrics, clock, signal, progress, account: this.account },
           ...(this.changelog
@@ -210,15 +219,25 @@ export class Passes implements PassRunner {
         'reviews_bridge.restore.entries': outcome.entries,
       });
       if (span) endSpan(span, 'ok');
-      if (outcome.reacquire) return false;
-      await this.checkHeld(before, outcome);
-      // Restored or sealed as it stands: a key lost from now on is told from one never written.
-      this.pipeline.sealed();
-      return true;
     } catch (err) {
       if (span) endSpan(span, signal.aborted ? 'aborted' : 'error', err);
-      throw err;
+      // Keys evicted under the restore itself (its batches and finish check them): it did not hold.
+      if (!(this.eviction && err instanceof SnapshotLostError)) throw err;
+      lostDuring = err.message.replace(/^LOST(-PART)?: /, '');
     }
+    if (outcome?.reacquire) return false;
+    await this.checkHeld(before, outcome, lostDuring);
+    if (outcome?.kind === 'full') this.knownEntries = outcome.entries;
+    await this.snapshot.adoptPauseState?.();
+    // Restored or sealed as it stands: a key lost from now on is told from one never written.
+    this.pipeline.sealed();
+    return true;
+  }
+
+  // Clears the account for a full restore, then reads what Redis uses without the account's snapshot.
+  private async clearMeasured(): Promise<void> {
+    await this.snapshot.clearForRestore();
+    this.baselineBytes = (await this.memoryStats())?.usedMemory ?? null;
   }
 
   takeRestoreRequest(): Promise<boolean> {
@@ -234,15 +253,16 @@ export class Passes implements PassRunner {
    */
   private async checkHeld(
     before: { evictedKeys: number } | null,
-    outcome: Pick<RestoreOutcome, 'kind' | 'entries'>,
+    outcome: Pick<RestoreOutcome, 'kind' | 'entries'> | null,
+    lostDuring: string | null,
   ): Promise<void> {
     const eviction = this.eviction;
     if (!eviction) return;
     const { logger } = this.pipeline.deps;
     const after = await this.memoryStats();
     const evicted = before && after ? Math.max(0, after.evictedKeys - before.evictedKeys) : null;
-    const look = outcome.kind === 'full' || (evicted ?? 0) > 0 || eviction.hold.state().kind === 'evicting';
-    const lost = look ? ((await this.snapshot.verifyHeld?.()) ?? null) : null;
+    const look = outcome?.kind === 'full' || (evicted ?? 0) > 0 || eviction.hold.state().kind === 'evicting';
+    const lost = lostDuring ?? (look ? ((await this.snapshot.verifyHeld?.()) ?? null) : null);
     if (lost === null && !(evicted !== null && evicted > 0)) {
       eviction.setEvicting(false);
       if (eviction.hold.held()) {
@@ -253,7 +273,7 @@ export class Passes implements PassRunner {
     const seen: EvictionSeen = {
       evicted,
       lost,
-      needBytes: await this.needBytes(outcome, after),
+      needBytes: await this.needBytes(outcome),
       maxmemory: after?.maxmemory ?? null,
     };
     const message = evictionMessage(this.account, seen);
@@ -266,18 +286,16 @@ export class Passes implements PassRunner {
   }
 
   /**
-   * About how many bytes Redis needs with this snapshot in it: what it uses now, less what the entries it still
-   * holds take, plus what every restored entry takes (null: not a full restore, or Redis does not say).
+   * About how many bytes Redis needs with the account's snapshot in it: what it used once the restore had cleared
+   * the account, plus what the snapshot's entries take (as many as the last restore or the entry count knew, at the
+   * bytes a few buckets measure); null when Redis does not say.
    */
-  private async needBytes(
-    outcome: Pick<RestoreOutcome, 'kind' | 'entries'>,
-    after: { usedMemory: number; maxmemory: number } | null,
-  ): Promise<number | null> {
-    if (outcome.kind !== 'full' || !after || after.maxmemory === 0) return null;
+  private async needBytes(outcome: Pick<RestoreOutcome, 'entries'> | null): Promise<number | null> {
+    if (this.baselineBytes === null) return null;
     const perEntry = await this.eviction?.memory.bytesPerEntry().catch(() => null);
     if (!perEntry) return null;
-    const held = await this.snapshot.size().catch(() => 0);
-    return Math.round(after.usedMemory + perEntry * Math.max(0, outcome.entries - held));
+    const entries = Math.max(this.knownEntries, outcome?.entries ?? 0);
+    return Math.round(this.baselineBytes + perEntry * entries);
   }
 
   private async memoryStats(): Promise<{ evictedKeys: number; usedMemory: number; maxmemory: number } | null> {

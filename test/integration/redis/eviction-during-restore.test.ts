@@ -121,3 +121,51 @@ describe('what Redis says of its memory', () => {
     expect(stats?.evictedKeys).toBeGreaterThanOrEqual(0);
   });
 });
+
+describe('the pause flag evicted', () => {
+  async function adopted(paused: boolean) {
+    const { redis, keys, store, epoch } = await restoring();
+    await store.restoreFinish(epoch, CKPT, {}, 'c');
+    if (paused) await store.pause(1_000);
+    await store.adoptPauseState();
+    return { redis, keys, store, epoch };
+  }
+
+  it('a paused account whose flag vanished stays paused (the flag is written again), never resumes', async () => {
+    const { redis, keys, store } = await adopted(true);
+    expect(await store.pausedSince()).toBe(1_000);
+    await redis.del(keys.paused);
+    expect(await store.pausedSince()).not.toBeNull();
+    expect(await redis.exists(keys.paused)).toBe(1);
+  });
+
+  it('a running account whose flag vanished reads as paused too: nothing tells a lost pause from a lost run', async () => {
+    const { redis, keys, store } = await adopted(false);
+    expect(await store.pausedSince()).toBeNull();
+    await redis.del(keys.paused);
+    expect(await store.pausedSince()).not.toBeNull();
+    expect(await store.resume()).toBe(true);
+    expect(await store.pausedSince()).toBeNull();
+  });
+
+  it('the flag and the manifest evicted together, then a full restore: still paused', async () => {
+    const { redis, keys, store, epoch } = await adopted(true);
+    await redis.del(keys.paused, keys.manifest);
+    await store.clearForRestore();
+    await store.restoreEntries([[1, entry(1)]]);
+    await store.restoreFinish(epoch, CKPT, {}, 'c');
+    await store.adoptPauseState();
+    expect(await store.pausedSince()).not.toBeNull();
+  });
+
+  it('an account never adopted (a fresh one, or one of the previous version) is not paused by an absent flag', async () => {
+    const { store } = await restoring();
+    expect(await store.pausedSince()).toBeNull();
+    await store.adoptPauseState();
+    expect(await store.pausedSince()).toBeNull();
+    await store.pause(5);
+    expect(await store.pausedSince()).toBe(5);
+    await store.pause(9);
+    expect(await store.pausedSince()).toBe(5);
+  });
+});

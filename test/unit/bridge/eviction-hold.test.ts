@@ -90,6 +90,26 @@ describe('a restore Redis evicts keys during', () => {
     expect(s.sink.events.map((e) => e.subject)).toEqual(['9']);
   });
 
+  it('a key evicted under the restore itself (a batch or the finish says so) does not hold either', async () => {
+    const s = setup();
+    const seal = s.snapshot.seal.bind(s.snapshot);
+    s.snapshot.seal = async () => {
+      throw new SnapshotLostError(
+        'LOST-PART: the bucket manifest of the account vanished from Redis during its restore',
+        true,
+      );
+    };
+    const err = await s.passes.prepare(1, signal, true).catch((e: unknown) => e);
+    expect((err as SnapshotLostError).evictingRetryMs).toBe(evictionBackoffMs(1));
+    expect(s.hold.state()).toMatchObject({
+      kind: 'evicting',
+      lost: 'the bucket manifest of the account vanished from Redis during its restore',
+    });
+    s.snapshot.seal = seal;
+    expect(await s.passes.prepare(1, signal, true)).toBe(true);
+    expect(s.hold.state()).toEqual({ kind: 'held' });
+  });
+
   it('a restore with no eviction and nothing missing holds, and is not checked key by key after a tail', async () => {
     const s = setup();
     let checked = 0;
