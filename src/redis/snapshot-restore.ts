@@ -40,7 +40,7 @@ export class SnapshotRestore {
     private readonly redis: BridgeRedis,
     private readonly keys: AccountKeys,
     /** The marks that the pause flag exists (src/redis/control-flags.ts), carried over what a restore clears. */
-    private readonly pause?: { kept(): Promise<boolean>; mark(): Promise<void> },
+    private readonly pause?: { value(): Promise<string | null>; mark(value: string): Promise<void> },
   ) {}
 
   /**
@@ -49,13 +49,13 @@ export class SnapshotRestore {
    */
   async clearForRestore(): Promise<void> {
     this.token = null;
-    const pauseKept = (await this.pause?.kept()) ?? false;
+    const pause = (await this.pause?.value()) ?? null;
     const keys: string[] = [this.keys.checkpoint, this.keys.count, this.keys.gone, this.keys.manifest];
     for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) keys.push(...found);
     for (let i = 0; i < keys.length; i += 500) await this.redis.unlink(...keys.slice(i, i + 500));
     await this.redis.hset(this.keys.gone, MARKER, '1');
     await this.redis.hset(this.keys.manifest, RESTORING, '1', GONE_LISTED, '1');
-    if (pauseKept) await this.pause?.mark();
+    if (pause !== null) await this.pause?.mark(pause);
     this.restoring = true;
   }
 
@@ -108,9 +108,9 @@ export class SnapshotRestore {
    */
   async seal(epoch: number): Promise<void> {
     this.restoring = false;
-    const pauseKept = (await this.pause?.kept()) ?? false;
+    const pause = (await this.pause?.value()) ?? null;
     await this.redis.unlink(this.keys.manifest);
-    if (pauseKept) await this.pause?.mark();
+    if (pause !== null) await this.pause?.mark(pause);
     for await (const found of scanKeys(this.redis, this.keys.bucketPattern)) {
       for (let i = 0; i < found.length; i += 500) {
         const keys = [this.keys.manifest, ...found.slice(i, i + 500)];

@@ -27,8 +27,8 @@ export class SnapshotStore {
     this.control = new ControlFlags(redis, keys);
     const control = this.control;
     this.restore = new SnapshotRestore(redis, keys, {
-      kept: () => control.pauseStateKept(),
-      mark: () => control.markPauseState(),
+      value: () => control.pauseValue(),
+      mark: (value) => control.markPauseState(value),
     });
     this.checkpoints = new CheckpointStore(redis, keys);
     this.deadLetters = new DeadLetterMemory(redis, keys);
