@@ -34,10 +34,10 @@ export function evictionMessage(account: string, seen: EvictionSeen): string {
       : `Redis cannot hold the snapshot of account ${account}`;
   const how = [
     seen.evicted !== null && seen.evicted > 0 ? `Redis evicted ${seen.evicted} keys while it was restored` : null,
-    seen.lost !== null ? `${seen.lost} vanished after the restore` : null,
+    seen.lost !== null ? `lost: ${seen.lost}` : null,
   ].filter((s) => s !== null);
   return (
-    `${what}: ${how.join(', ') || 'keys vanished while it was restored'}; nothing is published for the account ` +
+    `${what}: ${how.join('; ') || 'keys vanished while it was restored'}; nothing is published for the account ` +
     'until a restore holds (raise maxmemory, and set maxmemory-policy noeviction)'
   );
 }

@@ -61,7 +61,7 @@ describe('fault: a Redis that keeps evicting the snapshot', () => {
     const checkpoint = () => probe.hgetall(keys.checkpoint).catch(() => ({}) as Record<string, string>);
     const overhead = infoField(await probe.info('memory'), 'used_memory');
 
-    const { logger, lines } = capturedLogger('info');
+    const { logger, lines } = capturedLogger(process.env.EVICT_LOG_LEVEL ?? 'info');
     const b = await startTestBridge(env, {}, logger);
     cleanups.push(() => b.stop());
     // The bridge's log, for a failure's diagnosis.

@@ -122,6 +122,24 @@ describe('what Redis says of its memory', () => {
   });
 });
 
+describe('the epoch counter evicted under a held lease', () => {
+  it('the next renewal takes the lease anew: a new epoch, the counter written again', async () => {
+    const { redis, keys, store } = await restoring();
+    // The lease restoring() took, given up; this replica's lease:
+    await redis.del(keys.lease);
+    const lease = new Lease(redis, keys, 60_000);
+    const held = await lease.renew();
+    await redis.del(keys.epoch);
+    // Renewed as it stood, every fenced write would answer that the account's keys are gone, for ever.
+    const renewed = await lease.renew();
+    // A new epoch is at least Redis's clock in ms: equal to the old one only within the same millisecond.
+    expect(renewed).toBeGreaterThanOrEqual(held);
+    expect(await redis.get(keys.epoch)).toBe(String(renewed));
+    await store.restoreFinish(renewed, CKPT, {}, 'c');
+    expect((await store.changelogState()).txn).toBe(3);
+  });
+});
+
 describe('the pause flag evicted', () => {
   async function adopted(paused: boolean) {
     const { redis, keys, store, epoch } = await restoring();

@@ -139,7 +139,7 @@ describe('the eviction message and backoff', () => {
     expect(low).toContain('Redis maxmemory too small for the snapshot of account acme (maxmemory is 100 MiB)');
     expect(
       evictionMessage('acme', { evicted: null, lost: 'the bucket manifest', needBytes: null, maxmemory: null }),
-    ).toContain('Redis cannot hold the snapshot of account acme: the bucket manifest vanished after the restore');
+    ).toContain('Redis cannot hold the snapshot of account acme: lost: the bucket manifest;');
   });
 
   it('waits 1 s doubling to 30 s between restores that do not hold', () => {
