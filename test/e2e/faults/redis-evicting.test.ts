@@ -129,7 +129,7 @@ describe('fault: a Redis that keeps evicting the snapshot', () => {
         history: stats,
         'used memory: overhead, loaded, maxmemory (bytes)': [overhead, loaded, maxmemory],
         'keys evicted': evicted,
-        'readyz while short':
+        'readyz probes until it named the eviction':
           seen.length > 0 ? `${seen.filter((r) => r.status === 503).length} of ${seen.length} probes 503` : 'none',
         'readyz 503 -> 200 after memory was back (ms)': ready - backAt,
         'memory short for (ms)': backAt - shortAt,
