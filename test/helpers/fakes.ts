@@ -2,7 +2,8 @@ import { pino } from 'pino';
 import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent } from '../../src/core/events.js';
 import type { LeasePort } from '../../src/bridge/lease-keeper.js';
 import { BridgeMetrics } from '../../src/ops/metrics.js';
-import type { PassesSink, PassesSnapshot } from '../../src/bridge/passes/index.js';
+import { Passes, type PassesSink, type PassesSnapshot } from '../../src/bridge/passes/index.js';
+import { FingerprintKey } from '../../src/core/fingerprint-key.js';
 import type { ChangelogBatch, ChangelogOffsets, DeadLetter } from '../../src/kafka/publisher.js';
 import { applyCheckpointUpdate, EMPTY_CHECKPOINT } from '../../src/core/checkpoint.js';
 import { SnapshotLostError } from '../../src/core/errors.js';
@@ -422,4 +423,31 @@ export class FakeLease implements LeasePort {
     this.held = 0;
     this.leading = false;
   }
+}
+
+/**
+ * The passes of one account over in-memory stand-ins (keyed fingerprints, no deletion detection), with what they
+ * write to: for unit tests of what a commit, a failure or a restore costs the pages after it.
+ */
+export function fakePasses() {
+  const log: string[] = [];
+  const snapshot = new FakeSnapshot(log);
+  const sink = new FakeSink(log);
+  const metrics = testMetrics();
+  const key = new FingerprintKey(Buffer.alloc(32, 9));
+  const keySource = { get: async () => key, persist: async () => undefined };
+  const passes = new Passes(
+    {
+      snapshot,
+      sink,
+      metrics,
+      logger: silentLogger,
+      eventSource: 'urn:test',
+      initialLoadMode: 'mark',
+      fingerprintKey: () => keySource.get(),
+    },
+    new FakeSource([]),
+    { overlapMs: 1000, metrics, deleteMaxFraction: null, account: 'test', keySource },
+  );
+  return { passes, snapshot, sink, log, pipeline: passes.pipeline };
 }

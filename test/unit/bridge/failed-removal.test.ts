@@ -1,40 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { Passes } from '../../../src/bridge/passes/index.js';
 import { deletedEvents } from '../../../src/core/deletion.js';
 import type { SnapshotEntry } from '../../../src/core/snapshot-entry.js';
-import { FingerprintKey, type FingerprintKeySource } from '../../../src/core/fingerprint-key.js';
-import { FakeSink, FakeSnapshot, FakeSource, page, review, silentLogger, testMetrics } from '../../helpers/fakes.js';
+import { fakePasses, FakeSink, page, review } from '../../helpers/fakes.js';
 
 // A deletion whose Kafka commit landed and whose Redis removal failed (Redis restarting for a few seconds): the
 // removal is part of the pending Redis write, so the next read removes the entries first. Before, the next read
 // flushed only the transaction mark: the review kept its entry, a comeback unchanged published nothing, and a
 // comeback changed reused the deleted event's sequence.
 
-const key = new FingerprintKey(Buffer.alloc(32, 9));
-const keySource: FingerprintKeySource = { get: async () => key, persist: async () => undefined };
 const signal = new AbortController().signal;
 const CHANGED = 1_800_000_000_000;
-
-function setup() {
-  const log: string[] = [];
-  const snapshot = new FakeSnapshot(log);
-  const sink = new FakeSink(log);
-  const metrics = testMetrics();
-  const passes = new Passes(
-    {
-      snapshot,
-      sink,
-      metrics,
-      logger: silentLogger,
-      eventSource: 'urn:test',
-      initialLoadMode: 'mark',
-      fingerprintKey: () => keySource.get(),
-    },
-    new FakeSource([]),
-    { overlapMs: 1000, metrics, deleteMaxFraction: null, account: 'test', keySource },
-  );
-  return { passes, snapshot, sink, log, pipeline: passes.pipeline };
-}
+const setup = fakePasses;
 
 /** Publishes review 1's deletion while Redis refuses the removal once; resolves what the refusal threw. */
 async function deleteWhileRedisRestarts(setupResult: ReturnType<typeof setup>): Promise<unknown> {
