@@ -4,7 +4,7 @@ import { Lease } from '../redis/lease.js';
 import type { LeasePort } from '../bridge/lease-keeper.js';
 import { BridgeLoop, type LoopHealth } from '../bridge/loop.js';
 import { BridgeMetrics } from '../ops/metrics.js';
-import { Passes, type PassesSink } from '../bridge/passes/index.js';
+import { Passes, type PassesOptions, type PassesSink } from '../bridge/passes/index.js';
 import type { PipelineDeps } from '../bridge/pipeline.js';
 import { KafkaPublisher } from '../kafka/publisher.js';
 import type { RecordContracts } from '../core/wire-format.js';
@@ -26,6 +26,8 @@ import { PassTracer } from '../ops/tracing.js';
 import { kindOf } from '../core/errors.js';
 import { KnownRedisInstances } from '../redis/instance.js';
 import { recordRefusal } from '../redis/refusal.js';
+import { SnapshotHold } from '../core/snapshot-hold.js';
+import { memoryStats, snapshotBytesPerEntry } from '../redis/eviction.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
 // namespace, checkpoint, lease, Kafka producer, metrics and loop (the producer and the upstream client only while
@@ -82,10 +84,12 @@ export function passesFromConfig(
     tracer?: Tracer | null;
     /** The Redis instances the process kept its state in (src/core/claims.ts); absent: no claim is checked. */
     redisInstances?: { redis: BridgeRedis; known: KnownRedisInstances };
+    /** Whether Redis holds the snapshot, and how its memory is read (absent: restores are not checked). */
+    eviction?: PassesOptions['eviction'];
   },
   options: AccountOptions = {},
 ): Passes {
-  const { source, store, sink, metrics, logger, keySource, tracer, redisInstances } = adapters;
+  const { source, store, sink, metrics, logger, keySource, tracer, redisInstances, eviction } = adapters;
   return new Passes(
     {
       snapshot: store,
@@ -121,6 +125,7 @@ export function passesFromConfig(
             },
           }
         : {}),
+      ...(eviction ? { eviction } : {}),
     },
   );
 }
@@ -207,6 +212,8 @@ export class AccountBridge {
   readonly store: SnapshotStore;
   readonly lease: Lease;
   readonly loop: BridgeLoop;
+  /** Whether Redis holds the account's snapshot (a Redis that keeps evicting it stops publishing). */
+  readonly hold = new SnapshotHold();
   private readonly leadership: LazyPasses<Passes>;
   private leader: { publisher: KafkaPublisher; source: UpstreamClient } | null = null;
   /** Whether the upstream refused this account's credentials at the last check. */
@@ -254,6 +261,11 @@ export class AccountBridge {
           keySource,
           tracer: context.tracer,
           redisInstances: { redis, known: this.redisInstances },
+          eviction: {
+            hold: this.hold,
+            memory: { stats: () => memoryStats(redis), bytesPerEntry: () => snapshotBytesPerEntry(redis, keys) },
+            setEvicting: (on: boolean) => this.metrics.setSnapshotEvicting(on),
+          },
         };
         return {
           passes: passesFromConfig(config, adapters, options),

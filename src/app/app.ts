@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { warnGeneratedFingerprintKey } from '../config/privacy.js';
 import { Registry, collectDefaultMetrics, Gauge } from 'prom-client';
 import { AccountBridge, connectGate, type AccountOptions } from './account.js';
+import { evictionMessage } from '../core/snapshot-hold.js';
 import { StartSlots } from './leadership.js';
 import { KafkaProbe } from '../kafka/probe.js';
 import { ChangelogIndex } from '../kafka/changelog-index.js';
@@ -243,8 +244,8 @@ function watchDependencies(
   redis.on('error', (err: unknown) => (lastRedisError = { at: clock.now(), err }));
   dependencies.register('kafka', { check: () => parts.kafka.ping() });
   dependencies.register('redis', {
-    check: () =>
-      publishReplicaHealth(
+    check: async () => {
+      await publishReplicaHealth(
         redis,
         keyPrefix,
         {
@@ -253,11 +254,15 @@ function watchDependencies(
           dependencies: dependencies.reports(),
         },
         30_000,
-      ),
+      );
+      evictingCheck(parts.accounts);
+    },
     // Only a recent one explains a check that timed out now.
     lastError: () => (lastRedisError && clock.now() - lastRedisError.at < 15_000 ? lastRedisError.err : undefined),
     address: redisAddressSettings(redisConfig.target.kind),
   });
+  // A snapshot Redis stops (or starts again) holding is said at once, not at the next round.
+  for (const account of parts.accounts.values()) account.hold.onChange(() => void dependencies.check('redis'));
   dependencies.register('upstream', {
     check: upstreamCheck(parts),
     gatesReadiness: parts.only,
@@ -266,6 +271,22 @@ function watchDependencies(
     }),
     intervalMs: 60_000,
   });
+}
+
+/**
+ * Fails while Redis keeps evicting an account's snapshot (its last restore did not hold): the redis dependency then
+ * reads `evicting`, in /readyz, `status` and the gauge, with the accounts' line as its cause.
+ */
+function evictingCheck(accounts: ReadonlyMap<string, AccountBridge>): void {
+  const evicting = [...accounts.values()].filter((a) => a.hold.state().kind === 'evicting');
+  if (evicting.length === 0) return;
+  const first = evicting[0]!.hold.state();
+  const err = new Error(
+    `Redis keeps evicting the snapshot of account(s) ${evicting.map((a) => a.account).join(', ')}` +
+      (first.kind === 'evicting' ? `: ${evictionMessage(evicting[0]!.account, first)}` : ''),
+  );
+  err.name = 'SnapshotEvictingError';
+  throw err;
 }
 
 /** What a process is made of before anything starts: its accounts, the allotment, the Kafka probe, tracing. */

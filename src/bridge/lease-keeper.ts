@@ -42,7 +42,13 @@ export class LeaseKeeper {
     const before = this.lease.current();
     const renewal = this.lease.renew().then(
       (epoch) => {
-        if (before > 0 && epoch !== before) this.lost(before, 'lease given up or taken by another replica');
+        // A new epoch of its own: the lease expired unrenewed or its key vanished (an evicting Redis, deleted by
+        // hand), and this replica took the account anew; no other replica was involved.
+        const why =
+          epoch > 0
+            ? 'lease expired or its key vanished from Redis (evicted, deleted); taken anew by this replica'
+            : 'lease given up or taken by another replica';
+        if (before > 0 && epoch !== before) this.lost(before, why);
         return epoch;
       },
       (err: unknown) => {

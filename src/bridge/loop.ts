@@ -227,7 +227,9 @@ export class BridgeLoop {
       this.work.unprepare(err instanceof SnapshotLostError && err.full);
       await this.keeper.renewNow().catch(() => undefined);
     }
-    await this.pause(next.ms);
+    // A restore Redis evicted keys during: the next one waits longer each time while Redis keeps evicting.
+    const evicting = err instanceof SnapshotLostError ? (err.evictingRetryMs ?? 0) : 0;
+    await this.pause(Math.max(next.ms, evicting));
   }
 
   private async refused(refusal: Refusal | null): Promise<void> {

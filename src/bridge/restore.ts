@@ -64,12 +64,16 @@ export interface RestorePorts {
   seal(epoch: number): Promise<void>;
   /** Seals an unsealed snapshot if its entries are as many as its count says; resolves whether it did. */
   sealIfComplete(epoch: number): Promise<boolean>;
-  /** Resolves false when the epoch is not above the changelog's epoch floor (a new lease is needed). */
+  /**
+   * Resolves false when the epoch is not above the changelog's epoch floor (a new lease is needed). `tail`: the
+   * entries went onto the sealed snapshot, whose manifest must still be there.
+   */
   restoreFinish(
     epoch: number,
     ckpt: ChangelogCheckpoint,
     offsets: Record<number, number>,
     cluster: string,
+    tail?: boolean,
   ): Promise<boolean>;
   setKafkaCluster(cluster: string): Promise<void>;
   /** Reads the changelog from `from` to fresh end markers; resolves the markers' offsets. */
@@ -218,7 +222,7 @@ export async function restoreFromChangelog(
     if (!sealed || force) await ports.seal(epoch);
     return { kind, entries, txn: state.txn ?? 0, reacquire: false };
   }
-  const ok = await ports.restoreFinish(epoch, restored, ends, cluster);
+  const ok = await ports.restoreFinish(epoch, restored, ends, cluster, kind === 'tail');
   await deps.progress?.(entries, t0, true);
   const seconds = (deps.clock() - t0) / 1000;
   deps.metrics.restoreFinished(kind, entries, seconds);

@@ -15,11 +15,22 @@ export type DependencyName = 'kafka' | 'redis' | 'upstream' | 'schema_registry' 
  * `unreachable`: no connection (refused, no route, unknown host). `auth_failed`: credentials refused.
  * `tls`: the TLS handshake failed (certificate, CA, protocol). `timeout`: no answer in time.
  * `oom`: Redis refuses writes at maxmemory (noeviction). `readonly`: a read-only Redis replica (or a full disk).
+ * `evicting`: Redis evicts an account's snapshot faster than a restore holds it (maxmemory too small under an
+ * evicting policy): the account publishes nothing meanwhile.
  * `forbidden`: authenticated but not allowed (ACL, scope). `misconfigured`: answers, but not as configured (no
  * listing at the URL, a wrong cluster). `error`: any other failure.
  */
 export type DependencyReason =
-  'unreachable' | 'auth_failed' | 'tls' | 'timeout' | 'oom' | 'readonly' | 'forbidden' | 'misconfigured' | 'error';
+  | 'unreachable'
+  | 'auth_failed'
+  | 'tls'
+  | 'timeout'
+  | 'oom'
+  | 'evicting'
+  | 'readonly'
+  | 'forbidden'
+  | 'misconfigured'
+  | 'error';
 
 /** Every reason, for metrics and schemas. */
 export const DEPENDENCY_REASONS: readonly DependencyReason[] = [
@@ -28,6 +39,7 @@ export const DEPENDENCY_REASONS: readonly DependencyReason[] = [
   'tls',
   'timeout',
   'oom',
+  'evicting',
   'readonly',
   'forbidden',
   'misconfigured',
@@ -54,7 +66,18 @@ export const DependencyReportSchema = z.object({
   status: z.enum(['ok', 'failing', 'unknown']).describe('unknown: not checked yet'),
   since: z.string().optional().describe('ISO 8601: when the dependency entered this state'),
   reason: z
-    .enum(['unreachable', 'auth_failed', 'tls', 'timeout', 'oom', 'readonly', 'forbidden', 'misconfigured', 'error'])
+    .enum([
+      'unreachable',
+      'auth_failed',
+      'tls',
+      'timeout',
+      'oom',
+      'evicting',
+      'readonly',
+      'forbidden',
+      'misconfigured',
+      'error',
+    ])
     .optional(),
   settings: z.array(z.string()).optional().describe('the settings to check (names only, never values)'),
 });
@@ -106,6 +129,8 @@ export function settingsToCheck(
     case 'oom':
       // Not a setting of the bridge: the Redis server's maxmemory (and its eviction policy) is what to raise.
       return ['maxmemory (Redis server)', ...s.address];
+    case 'evicting':
+      return ['maxmemory (Redis server)', 'maxmemory-policy (Redis server)', ...s.address];
     case 'readonly':
       // A replica named as the primary, or a server that refuses writes after a failed save (a full disk).
       return [...s.address, 'role and disk (Redis server)'];
@@ -139,6 +164,7 @@ export function failureReason(err: unknown): DependencyReason {
   const codes = links.map((l) => String(l.code ?? ''));
   // Redis's own refusals come first: they are precise.
   if (/\bOOM command not allowed/.test(text)) return 'oom';
+  if (links.some((l) => l.name === 'SnapshotEvictingError')) return 'evicting';
   if (/\bREADONLY\b|\bMISCONF\b/.test(text)) return 'readonly';
   if (/\bWRONGPASS\b|\bNOAUTH\b|invalid username-password|SASLAuthentication|SASL Authentication failed/i.test(text))
     return 'auth_failed';

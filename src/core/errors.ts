@@ -98,6 +98,11 @@ export class SnapshotLostError extends BridgeError {
   constructor(
     message: string,
     readonly full = false,
+    /**
+     * Set when Redis keeps evicting the snapshot (a restore did not hold): the wait before the next restore, and
+     * the log line was said already (src/core/snapshot-hold.ts).
+     */
+    readonly evictingRetryMs: number | null = null,
   ) {
     super('snapshot_lost', message);
     this.name = 'SnapshotLostError';

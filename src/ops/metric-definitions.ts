@@ -274,6 +274,11 @@ export const METRICS = {
     name: 'paused',
     help: '1 while an operator has paused the bridge (reviews-bridge pause): no upstream requests.',
   },
+  snapshotEvicting: {
+    type: 'gauge',
+    name: 'snapshot_evicting',
+    help: "1 while Redis keeps evicting the account's snapshot (its last restore saw evictions or lost keys: maxmemory too small under an evicting policy): nothing is published for the account until a restore holds.",
+  },
   topicDurabilityUnmet: {
     type: 'gauge',
     name: 'kafka_topic_durability_unmet',

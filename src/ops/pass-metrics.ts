@@ -55,6 +55,11 @@ export abstract class PassRecorders {
     this.m.paused.set(paused ? 1 : 0);
   }
 
+  /** Reports whether Redis keeps evicting the account's snapshot (publishing stopped until a restore holds). */
+  setSnapshotEvicting(evicting: boolean): void {
+    this.m.snapshotEvicting.set(evicting ? 1 : 0);
+  }
+
   /** Reports the fraction done of a running sweep or resync; null removes the series (nothing running). */
   passProgress(pass: PassType | 'resync', fraction: number | null): void {
     const label = pass === 'resync' ? 'resync' : passLabel(pass);

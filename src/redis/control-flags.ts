@@ -5,6 +5,19 @@ import { num, safeJson } from './store-common.js';
 
 // The control flags of one account: what operators ask of its leader (pause, a sweep, a restore, a resync). They
 // are requests, not state: none is fenced, and the leader takes each between passes.
+//
+// The pause is the one that decides what is published, so its loss must not resume a paused account: once the
+// leader has adopted the pause state (adoptPauseState), the flag always exists ('0': running) and two copies of it
+// are kept as marks (the manifest's field 'p' and the checkpoint's 'pause_state', carried over by restores and
+// seals). A flag absent while a mark is there was lost (evicted, deleted by hand): the marks say what it was, and
+// the flag is written again from them. Only losing the flag and both marks at once (a flush) forgets a pause.
+
+/** The manifest's copy of the pause flag (absent flag: lost, read from the copies). */
+export const PAUSE_LISTED = 'p';
+/** The checkpoint's copy (the manifest and the checkpoint are seldom lost together). */
+export const PAUSE_LISTED_CHECKPOINT = 'pause_state';
+/** The pause flag's value of a running account. */
+const RUNNING = '0';
 
 /** The operator's requests to one account's leader, as Redis keys. */
 export class ControlFlags {
@@ -15,18 +28,65 @@ export class ControlFlags {
 
   /** Pauses the bridge (operator command): the leader makes no upstream request while the flag is set. */
   async pause(now = Date.now()): Promise<void> {
-    // NX keeps the time of the first pause, so the "paused for too long" alert measures from it.
-    await this.redis.set(this.keys.paused, String(now), 'NX');
+    // Kept as it is when already paused, so the "paused for too long" alert measures from the first pause.
+    if ((await this.pausedSince()) !== null) return;
+    await this.redis.set(this.keys.paused, String(now));
+    await this.markPauseState(String(now));
   }
 
   /** Lifts a pause; returns whether the bridge was paused. */
   async resume(): Promise<boolean> {
-    return (await this.redis.del(this.keys.paused)) === 1;
+    const was = (await this.pausedSince()) !== null;
+    // Written as running, not deleted: once adopted, an absent flag is a lost one.
+    await this.redis.set(this.keys.paused, RUNNING);
+    await this.markPauseState(RUNNING);
+    return was;
   }
 
-  /** When the bridge was paused (ms), or null when it is not: the leader checks it every tick. */
+  /**
+   * When the bridge was paused (ms), or null when it is not: the leader checks it every tick. A flag Redis lost is
+   * read from its copies (and written again from them); with no copy either, the account was never adopted.
+   */
   async pausedSince(): Promise<number | null> {
-    return num((await this.redis.get(this.keys.paused)) ?? undefined);
+    const value = await this.pauseValue();
+    return value === null || value === RUNNING ? null : num(value);
+  }
+
+  /**
+   * Makes the pause flag's absence mean its loss from now on (the leader, once Redis holds the snapshot): the flag
+   * is written (running, for an account never paused) and copied into the marks.
+   */
+  async adoptPauseState(): Promise<void> {
+    const value = (await this.pauseValue()) ?? RUNNING;
+    await this.redis.set(this.keys.paused, value, 'NX');
+    await this.markPauseState(value);
+  }
+
+  /** Writes the pause flag's copies (after a restore or a seal rewrote the manifest and checkpoint). */
+  async markPauseState(value: string): Promise<void> {
+    await this.redis.hset(this.keys.manifest, PAUSE_LISTED, value);
+    await this.redis.hset(this.keys.checkpoint, PAUSE_LISTED_CHECKPOINT, value);
+  }
+
+  /**
+   * The pause flag's value: the flag, else its copies (a paused copy wins: never resumed by a loss), written back
+   * to the flag; null when neither exists (an account never adopted).
+   */
+  async pauseValue(): Promise<string | null> {
+    const [flag, listed, marked] = replies(
+      await this.redis
+        .pipeline()
+        .get(this.keys.paused)
+        .hget(this.keys.manifest, PAUSE_LISTED)
+        .hget(this.keys.checkpoint, PAUSE_LISTED_CHECKPOINT)
+        .exec(),
+    );
+    if (typeof flag === 'string') return flag;
+    const copies = [listed, marked].filter((v): v is string => typeof v === 'string');
+    if (copies.length === 0) return null;
+    const value = copies.find((v) => v !== RUNNING) ?? RUNNING;
+    await this.redis.set(this.keys.paused, value, 'NX');
+    return value;
   }
 
   /** Asks the leader for a sweep now (from the CLI or an operator); not fenced, it is only a request. */
@@ -128,4 +188,12 @@ export class ControlFlags {
     const parsed = raw === null ? null : ResyncRequestSchema.safeParse(safeJson(raw));
     return parsed?.success ? parsed.data : null;
   }
+}
+
+// A pipeline's replies, or its first error thrown.
+function replies(results: [Error | null, unknown][] | null): unknown[] {
+  return (results ?? []).map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
 }

@@ -24,15 +24,22 @@ export class Lease implements LeasePort {
    * Acquires or renews. Resolves the epoch this replica leads under, or 0 when another replica leads. A Redis
    * error counts as leading only while the last renewal is younger than the ttl (nobody else can hold it yet).
    */
-  async renew(): Promise<number> {
+  async renew(again = true): Promise<number> {
     // Stamped before the request: Redis starts the ttl when it runs the script, which is after we sent it, so this
     // replica's view of the lease expires no later than the lease itself.
     const sentAt = this.clock();
     try {
       // An epoch is used only once replicas have it, so a failover cannot hand it to another replica again.
-      const [reply] = await durably(this.redis, (p) =>
-        p.bridgeLeaseAcquire(this.keys.lease, this.keys.epoch, this.holder, this.ttlMs),
+      const [reply, counted] = await durably(this.redis, (p) =>
+        p.bridgeLeaseAcquire(this.keys.lease, this.keys.epoch, this.holder, this.ttlMs).exists(this.keys.epoch),
       );
+      if (again && Number(reply) > 0 && counted === 0) {
+        // The epoch counter vanished under a lease this replica holds (evicted, deleted by hand): every fenced
+        // write would now answer that the account's keys are gone, for as long as the lease is renewed. Taken anew,
+        // the lease issues a new epoch and writes the counter again.
+        await this.redis.bridgeLeaseRelease(this.keys.lease, this.holder);
+        return await this.renew(false);
+      }
       const epoch = Number(reply);
       this.epoch = epoch;
       if (epoch > 0) this.renewedAt = sentAt;

@@ -104,12 +104,31 @@ export class SnapshotEntries {
     await runCommit(this.redis, this.keys, epoch, pairs, bucketKeys, triples);
   }
 
-  /** Of the given reviews, those reported deleted: the sequence of their review.deleted (one round trip). */
-  async goneSequences(ids: readonly number[]): Promise<Map<number, number>> {
+  /**
+   * Of the given reviews, those reported deleted: the sequence of their review.deleted (one round trip). `sealed`
+   * (a leader's read of a sealed account): the sequences must not have vanished (evicted): a comeback would then
+   * restart at sequence 1 (SnapshotLostError). Read first, then the manifest: a loss before the read leaves the
+   * manifest listing them without their marker.
+   */
+  async goneSequences(ids: readonly number[], sealed = false): Promise<Map<number, number>> {
     const gone = new Map<number, number>();
     if (ids.length === 0) return gone;
-    const values = await this.redis.hmget(this.keys.gone, ...ids.map(String));
-    values.forEach((value, i) => {
+    const pipeline = this.redis.pipeline().hmget(this.keys.gone, ...ids.map(String), MARKER);
+    if (sealed) pipeline.hmget(this.keys.manifest, 'v', 'g');
+    const results: PipelineResults = (await pipeline.exec()) ?? [];
+    const values = resultOf(results, 0) as (string | null)[];
+    if (sealed) {
+      const [v, listed] = resultOf(results, 1) as (string | null)[];
+      if (v === null)
+        throw new SnapshotLostError('LOST-PART: the bucket manifest of the account vanished from Redis', true);
+      if (listed !== null && values[values.length - 1] === null) {
+        throw new SnapshotLostError(
+          "LOST-PART: the deleted reviews' sequences of the account vanished from Redis",
+          true,
+        );
+      }
+    }
+    values.slice(0, ids.length).forEach((value, i) => {
       const sequence = value === null ? NaN : Number(value);
       if (Number.isSafeInteger(sequence) && sequence > 0) gone.set(ids[i]!, sequence);
     });
@@ -152,7 +171,8 @@ export class SnapshotEntries {
     }
     if (listed.v === undefined) return;
     const found = new Set([...seenBuckets].map((key) => String(bucketOfKey(key))));
-    const gone = Object.keys(listed).find((bucket) => bucket !== 'v' && !found.has(bucket));
+    // The manifest's other fields ('v', a restore's 'r', 'g') name no bucket.
+    const gone = Object.keys(listed).find((bucket) => /^\d+$/.test(bucket) && !found.has(bucket));
     if (gone !== undefined) {
       throw new SnapshotLostError(`LOST-PART: snapshot bucket ${gone} of the account vanished from Redis`, true);
     }

@@ -24,9 +24,13 @@ export class SnapshotStore {
 
   constructor(redis: BridgeRedis, keys: AccountKeys) {
     this.entries = new SnapshotEntries(redis, keys);
-    this.restore = new SnapshotRestore(redis, keys);
-    this.checkpoints = new CheckpointStore(redis, keys);
     this.control = new ControlFlags(redis, keys);
+    const control = this.control;
+    this.restore = new SnapshotRestore(redis, keys, {
+      value: () => control.pauseValue(),
+      mark: (value) => control.markPauseState(value),
+    });
+    this.checkpoints = new CheckpointStore(redis, keys);
     this.deadLetters = new DeadLetterMemory(redis, keys);
   }
 
@@ -44,6 +48,7 @@ export class SnapshotStore {
   restoreFinish: SnapshotRestore['restoreFinish'] = (...a) => this.restore.restoreFinish(...a);
   seal: SnapshotRestore['seal'] = (...a) => this.restore.seal(...a);
   sealIfComplete: SnapshotRestore['sealIfComplete'] = (...a) => this.restore.sealIfComplete(...a);
+  verifyHeld: SnapshotRestore['verifyHeld'] = () => this.restore.verifyHeld();
 
   // The checkpoint and the progress of long passes.
   checkpoint: CheckpointStore['checkpoint'] = (...a) => this.checkpoints.checkpoint(...a);
@@ -58,6 +63,7 @@ export class SnapshotStore {
   pause: ControlFlags['pause'] = (...a) => this.control.pause(...a);
   resume: ControlFlags['resume'] = () => this.control.resume();
   pausedSince: ControlFlags['pausedSince'] = () => this.control.pausedSince();
+  adoptPauseState: ControlFlags['adoptPauseState'] = () => this.control.adoptPauseState();
   requestSweep: ControlFlags['requestSweep'] = (...a) => this.control.requestSweep(...a);
   requestCheckpointChange: ControlFlags['requestCheckpointChange'] = (...a) =>
     this.control.requestCheckpointChange(...a);

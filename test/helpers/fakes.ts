@@ -469,12 +469,18 @@ export function passesOnFakes(
  * Passes over in-memory stand-ins with no upstream records, as a unit test of what the passes do with the snapshot
  * and the sink builds them; `log` records both sides' calls in order.
  */
-export function loggedPassesOnFakes(): { passes: Passes; snapshot: FakeSnapshot; sink: FakeSink; log: string[] } {
+export function loggedPassesOnFakes(): {
+  passes: Passes;
+  snapshot: FakeSnapshot;
+  sink: FakeSink;
+  log: string[];
+  pipeline: Passes['pipeline'];
+} {
   const log: string[] = [];
   const snapshot = new FakeSnapshot(log);
   const sink = new FakeSink(log);
   const key = new FingerprintKey(Buffer.alloc(32, 9));
   const keySource: FingerprintKeySource = { get: async () => key, persist: async () => undefined };
   const passes = passesOnFakes({ snapshot, sink, source: new FakeSource([]), keySource });
-  return { passes, snapshot, sink, log };
+  return { passes, snapshot, sink, log, pipeline: passes.pipeline };
 }

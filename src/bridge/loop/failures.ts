@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { kindOf } from '../../core/errors.js';
+import { kindOf, SnapshotLostError } from '../../core/errors.js';
 import { failed, NO_FAILURE, recovery, type FailureRun, type ScheduleTiming } from '../../core/schedule.js';
 import { errorKind } from '../../ops/logger.js';
 
@@ -51,6 +51,11 @@ export class FailureLog {
     this.failures = failed(this.failures, kind);
     this.lastError = errorKind(err);
     this.lastWhere = where;
+    if (err instanceof SnapshotLostError && err.evictingRetryMs !== null) {
+      // Redis keeps evicting the snapshot: the passes said so once when it started (src/core/snapshot-hold.ts).
+      logger.debug({ where, failures: this.failures.count }, 'the restore did not hold; restoring again');
+      return;
+    }
     if (kind === 'snapshot_lost') {
       // Which keys (every key, some buckets, the checkpoint, the manifest) is in the message; no personal data.
       const message = err instanceof Error ? err.message : String(err);

@@ -15,6 +15,9 @@ import type { FingerprintKeySource } from '../../core/fingerprint-key.js';
 import { checkRedisIdentity, restoreFromChangelog, type RestoreMetrics, type RestorePorts } from '../restore.js';
 import type { Identity } from '../../core/identity.js';
 import { endSpan, SPAN_ATTRIBUTES } from '../../ops/tracing.js';
+import { SnapshotLostError } from '../../core/errors.js';
+import { evictionBackoffMs, evictionMessage, type EvictionSeen, type SnapshotHold } from '../../core/snapshot-hold.js';
+import type { RestoreOutcome } from '../restore.js';
 
 export type { LongPassRun } from './full-scan.js';
 export type { PassContext } from './context.js';
@@ -80,6 +83,17 @@ export interface PassesSnapshot
   nextCheckpointChange?(): Promise<{ change: CheckpointChange; stored: string } | 'invalid' | null>;
   /** Clears a change once committed (unless replaced meanwhile). */
   checkpointChangeApplied?(stored: string): Promise<void>;
+  /** What of the sealed snapshot Redis no longer holds (null: nothing); absent: not checked. */
+  verifyHeld?(): Promise<string | null>;
+  /** Makes a lost pause flag read as paused from now on (src/redis/control-flags.ts); absent: not kept. */
+  adoptPauseState?(): Promise<void>;
+}
+
+/** What Redis says of its memory: evictions, use and limit (null: it does not say), and bytes per entry. */
+export interface MemoryProbe {
+  stats(): Promise<{ evictedKeys: number; usedMemory: number; maxmemory: number } | null>;
+  /** About how many bytes one snapshot entry takes (null: unknown). */
+  bytesPerEntry(): Promise<number | null>;
 }
 
 /** Where the passes publish: change events and dead letters, and deletions. */
@@ -119,6 +133,11 @@ export interface PassesOptions {
    * this process kept its state in, and how far back heartbeats claim the account's topics (src/core/claims.ts).
    */
   claims?: { instance(): Promise<string>; known(instance: string): boolean; windowMs: number };
+  /**
+   * Whether Redis holds the snapshot (a restore Redis evicted keys during does not hold: nothing is published until
+   * one does), with what Redis says of its memory; absent: restores are not checked (tests on fakes).
+   */
+  eviction?: { hold: SnapshotHold; memory: MemoryProbe; setEvicting(on: boolean): void };
 }
 
 /** The passes of one account over one pipeline and one upstream. */
@@ -133,6 +152,11 @@ export class Passes implements PassRunner {
   private readonly keySource: FingerprintKeySource | undefined;
   private readonly changelog: PassesOptions['changelog'];
   private readonly claims: PassesOptions['claims'];
+  private readonly eviction: PassesOptions['eviction'];
+  /** The most entries the snapshot was known to hold (its count, or the last full restore): what Redis must fit. */
+  private knownEntries = 0;
+  /** What Redis used right after the last full restore cleared the account (null: not measured). */
+  private baselineBytes: number | null = null;
 
   constructor(
     deps: PipelineDeps & { snapshot: PassesSnapshot; sink: PassesSink },
@@ -147,6 +171,7 @@ export class Passes implements PassRunner {
     this.keySource = options.keySource;
     this.changelog = options.changelog;
     this.claims = options.claims;
+    this.eviction = options.eviction;
     const polls = options.polls ?? { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000 };
     const pollState = new PollState({
       intervalMs: polls.intervalMs,
@@ -169,7 +194,7 @@ export class Passes implements PassRunner {
       changelogState: () => this.snapshot.changelogState(),
       clearForRestore: () => this.snapshot.clearForRestore(),
       restoreEntries: (entries, verify) => this.snapshot.restoreEntries(entries, verify),
-      restoreFinish: (e, ckpt, offsets, cluster) => this.snapshot.restoreFinish(e, ckpt, offsets, cluster),
+      restoreFinish: (e, ckpt, offsets, cluster, tail) => this.snapshot.restoreFinish(e, ckpt, offsets, cluster, tail),
       setKafkaCluster: (cluster) => this.snapshot.setKafkaCluster(cluster),
       seal: (e) => this.snapshot.seal(e),
       sealIfComplete: (e) => this.snapshot.sealIfComplete(e),
@@ -191,9 +216,13 @@ export class Passes implements PassRunner {
     };
     const { tracer } = this.pipeline;
     const span = tracer.enabled ? tracer.startPass('restore', { [SPAN_ATTRIBUTES.epoch]: epoch }) : null;
+    const before = await this.memoryStats();
+    this.knownEntries = Math.max(this.knownEntries, await this.snapshot.size().catch(() => 0));
+    let outcome: RestoreOutcome | null = null;
+    let lostDuring: string | null = null;
     try {
-      const outcome = await restoreFromChangelog(
-        ports,
+      outcome = await restoreFromChangelog(
+        { ...ports, clearForRestore: () => this.clearMeasured() },
         {
           ...{ logger, metrics: this.metrics, clock, signal, progress, alive, account: this.account },
           ...(this.changelog
@@ -212,15 +241,27 @@ export class Passes implements PassRunner {
         'reviews_bridge.restore.entries': outcome.entries,
       });
       if (span) endSpan(span, 'ok');
-      // The generated fingerprint key is copied to the changelog only once the restore trusted that topic.
-      if (!outcome.reacquire) await this.keySource?.persist();
-      // Restored or sealed as it stands: a key lost from now on is told from one never written.
-      if (!outcome.reacquire) this.pipeline.sealed();
-      return !outcome.reacquire;
     } catch (err) {
       if (span) endSpan(span, signal.aborted ? 'aborted' : 'error', err);
-      throw err;
+      // Keys evicted under the restore itself (its batches and finish check them): it did not hold.
+      if (!(this.eviction && err instanceof SnapshotLostError)) throw err;
+      lostDuring = err.message.replace(/^LOST(-PART)?: /, '');
     }
+    if (outcome?.reacquire) return false;
+    await this.checkHeld(before, outcome, lostDuring);
+    if (outcome?.kind === 'full') this.knownEntries = outcome.entries;
+    await this.snapshot.adoptPauseState?.();
+    // The generated fingerprint key is copied to the changelog only once the restore trusted that topic.
+    await this.keySource?.persist();
+    // Restored or sealed as it stands: a key lost from now on is told from one never written.
+    this.pipeline.sealed();
+    return true;
+  }
+
+  // Clears the account for a full restore, then reads what Redis uses without the account's snapshot.
+  private async clearMeasured(): Promise<void> {
+    await this.snapshot.clearForRestore();
+    this.baselineBytes = (await this.memoryStats())?.usedMemory ?? null;
   }
 
   /** The checks that read only, before anything is fenced, written or copied on Kafka (see prepare). */
@@ -242,6 +283,64 @@ export class Passes implements PassRunner {
 
   takeRestoreRequest(): Promise<boolean> {
     return this.snapshot.takeRestoreRequest();
+  }
+
+  /**
+   * Whether the restore just finished holds: Redis evicted nothing while it ran (INFO's evicted_keys, when Redis
+   * answers INFO) and, after a full restore or any eviction, every key of the sealed snapshot is there. One that
+   * does not hold throws SnapshotLostError (the loop restores again in full, backing off while Redis keeps
+   * evicting): no pass runs on it, so nothing is published for the account meanwhile. Each change of state is
+   * logged once.
+   */
+  private async checkHeld(
+    before: { evictedKeys: number } | null,
+    outcome: Pick<RestoreOutcome, 'kind' | 'entries'> | null,
+    lostDuring: string | null,
+  ): Promise<void> {
+    const eviction = this.eviction;
+    if (!eviction) return;
+    const { logger } = this.pipeline.deps;
+    const after = await this.memoryStats();
+    const evicted = before && after ? Math.max(0, after.evictedKeys - before.evictedKeys) : null;
+    const look = outcome?.kind === 'full' || (evicted ?? 0) > 0 || eviction.hold.state().kind === 'evicting';
+    const lost = lostDuring ?? (look ? ((await this.snapshot.verifyHeld?.()) ?? null) : null);
+    if (lost === null && !(evicted !== null && evicted > 0)) {
+      eviction.setEvicting(false);
+      if (eviction.hold.held()) {
+        logger.warn({ account: this.account }, 'Redis holds the snapshot again: publishing resumes');
+      }
+      return;
+    }
+    const seen: EvictionSeen = {
+      evicted,
+      lost,
+      needBytes: await this.needBytes(outcome),
+      maxmemory: after?.maxmemory ?? null,
+    };
+    const message = evictionMessage(this.account, seen);
+    eviction.setEvicting(true);
+    if (eviction.hold.evicting(seen, this.pipeline.clock())) logger.error({ account: this.account, ...seen }, message);
+    else logger.debug({ account: this.account, ...seen }, message);
+    const state = eviction.hold.state();
+    const attempts = state.kind === 'evicting' ? state.attempts : 1;
+    throw new SnapshotLostError(`LOST-PART: ${message}`, true, evictionBackoffMs(attempts));
+  }
+
+  /**
+   * About how many bytes Redis needs with the account's snapshot in it: what it used once the restore had cleared
+   * the account, plus what the snapshot's entries take (as many as the last restore or the entry count knew, at the
+   * bytes a few buckets measure); null when Redis does not say.
+   */
+  private async needBytes(outcome: Pick<RestoreOutcome, 'entries'> | null): Promise<number | null> {
+    if (this.baselineBytes === null) return null;
+    const perEntry = await this.eviction?.memory.bytesPerEntry().catch(() => null);
+    if (!perEntry) return null;
+    const entries = Math.max(this.knownEntries, outcome?.entries ?? 0);
+    return Math.round(this.baselineBytes + perEntry * entries);
+  }
+
+  private async memoryStats(): Promise<{ evictedKeys: number; usedMemory: number; maxmemory: number } | null> {
+    return (await this.eviction?.memory.stats().catch(() => null)) ?? null;
   }
 
   takeSweepRequest(): Promise<boolean> {

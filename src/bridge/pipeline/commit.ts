@@ -23,6 +23,20 @@ interface PendingRedis {
   entries: ReadonlyArray<[number, SnapshotEntry]>;
   update: CheckpointUpdate;
   mark: ChangelogMark;
+  /**
+   * A deletion's removals, written before the mark: Kafka holds the review.deleted events, so Redis must drop the
+   * entries (and keep their deleted sequences) before the next read, or a comeback reads as unchanged and a later
+   * sweep reports the deletion again. Null once written.
+   */
+  removal: Removal | null;
+}
+
+/** The entries a deletion removes from Redis, and how. */
+interface Removal {
+  entries: ReadonlyArray<[number, SnapshotEntry]>;
+  remove: (epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>) => Promise<number>;
+  /** How many the first successful removal took away. */
+  removed: number | null;
 }
 
 /** Where the passes publish deletions (review.deleted events with tombstones and changelog deletion markers). */
@@ -110,7 +124,7 @@ export class Committer {
     deps.metrics.observePublish((performance.now() - t0) / 1000);
     // Kafka has it now: from here on this unit is never derived again, only written to Redis (now or on restore).
     this.position = changelog;
-    this.pendingRedis = { epoch, entries, update, mark: { txn: changelog.txn, offsets } };
+    this.pendingRedis = { epoch, entries, update, mark: { txn: changelog.txn, offsets }, removal: null };
     if (page) await deps.beforeCommit?.(page);
     await inSpan(this.tracer, span, 'commit', () => this.flushPending(), { [SPAN_ATTRIBUTES.epoch]: epoch });
   }
@@ -133,10 +147,11 @@ export class Committer {
       sink.publishDeletions(events, { entries: [], deleted: keyed(entries), checkpoint: changelog }),
     );
     this.position = changelog;
-    this.pendingRedis = { epoch, entries: [], update: {}, mark: { txn: changelog.txn, offsets } };
-    const removed = await remove(epoch, entries);
+    // The removal is part of the pending write: one that fails (Redis restarting) is retried before the next read.
+    const removal: Removal = { entries, remove, removed: null };
+    this.pendingRedis = { epoch, entries: [], update: {}, mark: { txn: changelog.txn, offsets }, removal };
     await this.flushPending();
-    return removed;
+    return removal.removed ?? 0;
   }
 
   /** Runs a Kafka commit; one whose outcome is unknown is kept, and blocks what follows (see guard). */
@@ -154,13 +169,24 @@ export class Committer {
     while (this.flushing) await this.flushing.catch(() => undefined);
     const pending = this.pendingRedis;
     if (!pending) return;
-    const flushing = (this.flushing = this.write(pending.epoch, pending.entries, pending.update, pending.mark));
+    const flushing = (this.flushing = this.writePending(pending));
     try {
       await flushing;
       if (this.pendingRedis === pending) this.pendingRedis = null;
     } finally {
       if (this.flushing === flushing) this.flushing = null;
     }
+  }
+
+  // The removals first (each removes only an entry still as it was, so a retry after a partial one is harmless),
+  // then the entries and the mark.
+  private async writePending(pending: PendingRedis): Promise<void> {
+    const { removal } = pending;
+    if (removal) {
+      removal.removed = await removal.remove(pending.epoch, removal.entries);
+      pending.removal = null;
+    }
+    await this.write(pending.epoch, pending.entries, pending.update, pending.mark);
   }
 
   private async loadPosition(epoch: number): Promise<ChangelogCheckpoint> {

@@ -154,7 +154,7 @@ export class PipelineRun {
     // Reviews the snapshot does not hold may be comebacks (an initial load has deleted nothing): a second round
     // trip, only for pages with such reviews.
     const absent = this.type === 'initial' ? [] : ids.filter((id) => !known.has(id) && !overlay?.has(id));
-    const gone = absent.length > 0 ? await deps.snapshot.goneSequences(absent) : undefined;
+    const gone = absent.length > 0 ? await deps.snapshot.goneSequences(absent, committer.sealed) : undefined;
     const diffed = diffPage(page, {
       type: this.type,
       initialCreates: this.type === 'initial' || this.createdAsInitial,

@@ -31,9 +31,9 @@ export interface SnapshotPort {
    */
   /**
    * Of reviews without an entry, those the bridge reported deleted: the sequence of their review.deleted (a
-   * comeback continues after it).
+   * comeback continues after it). `sealed`: fails (SnapshotLostError) when the sequences vanished from Redis.
    */
-  goneSequences(ids: readonly number[]): Promise<Map<number, number>>;
+  goneSequences(ids: readonly number[], sealed?: boolean): Promise<Map<number, number>>;
   commit(
     epoch: number,
     entries: ReadonlyArray<[number, SnapshotEntry]>,

@@ -14,6 +14,9 @@
 -- 'm' seals it (a restore's finish: the manifest is complete). Some keys gone and others not (eviction, a key
 -- deleted by hand) answer LOST-PART, before anything is written: a write would recreate a lost bucket in part and
 -- hide the loss. An account with neither marker is of the previous format (or a test's): not checked.
+-- The pseudo-field 'expect_manifest' (a restore's finish, not written) names a field the manifest must still hold:
+-- 'r' (a full restore's, removed by the sealing) or 'v' (a tail's); gone, the manifest was evicted during the
+-- restore and sealing it now would make every bucket it no longer lists read as new: LOST-PART.
 local current = redis.call('GET', KEYS[1])
 if not current then
   -- The epoch counter only vanishes with the account's keys (a flush, an empty replica): restore from Kafka.
@@ -36,6 +39,10 @@ for i = 3, first_entry - 1, 2 do
     want_sealed = true
   elseif ARGV[i] == 'm' then
     sealing = true
+  elseif ARGV[i] == 'expect_manifest' then
+    if redis.call('HEXISTS', KEYS[4], ARGV[i + 1]) == 0 then
+      return redis.error_reply('LOST-PART: the bucket manifest of the account vanished from Redis during its restore')
+    end
   elseif ARGV[i] == 'expect_restore' then
     if redis.call('HGET', KEYS[2], 'restore_token') ~= ARGV[i + 1] then
       return redis.error_reply('LOST: Redis lost writes of the restore it was to finish')
@@ -76,7 +83,7 @@ end
 
 for i = 3, first_entry - 1, 2 do
   local field, value = ARGV[i], ARGV[i + 1]
-  if field == 'expect_txn' or field == 'sealed' or field == 'expect_restore' then
+  if field == 'expect_txn' or field == 'sealed' or field == 'expect_restore' or field == 'expect_manifest' then
     -- checked above
   elseif value == '' then
     redis.call('HDEL', KEYS[2], field)
@@ -94,5 +101,6 @@ for i = 3, first_entry - 1, 2 do
 end
 if sealing then
   redis.call('HSET', KEYS[4], 'v', '1')
+  redis.call('HDEL', KEYS[4], 'r')
 end
 return added

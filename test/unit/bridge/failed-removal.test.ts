@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { deletedEvents } from '../../../src/core/deletion.js';
+import type { SnapshotEntry } from '../../../src/core/snapshot-entry.js';
+import { loggedPassesOnFakes, FakeSink, page, review } from '../../helpers/fakes.js';
+
+// A deletion whose Kafka commit landed and whose Redis removal failed (Redis restarting for a few seconds): the
+// removal is part of the pending Redis write, so the next read removes the entries first. Before, the next read
+// flushed only the transaction mark: the review kept its entry, a comeback unchanged published nothing, and a
+// comeback changed reused the deleted event's sequence.
+
+const signal = new AbortController().signal;
+const CHANGED = 1_800_000_000_000;
+const setup = loggedPassesOnFakes;
+
+/** Publishes review 1's deletion while Redis refuses the removal once; resolves what the refusal threw. */
+async function deleteWhileRedisRestarts(setupResult: ReturnType<typeof setup>): Promise<unknown> {
+  const { passes, snapshot, sink, pipeline } = setupResult;
+  await passes.prepare(1, signal);
+  const sweep = pipeline.open('sweep', 1);
+  await sweep.submit(page([review(1), review(2)]));
+  await pipeline.settle();
+  const missing: Array<[number, SnapshotEntry]> = [[1, snapshot.entries.get(1)!]];
+  let refusals = 1;
+  const remove = async (epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>) => {
+    if (refusals-- > 0) throw new Error('Connection is closed.');
+    return snapshot.removeEntries(epoch, entries);
+  };
+  const events = deletedEvents('urn:test', missing, CHANGED);
+  return pipeline.committer.commitDeletions(1, events, missing, sink, remove).catch((err: unknown) => err);
+}
+
+const delivered = (sink: FakeSink) => [
+  ...sink.events.map((e) => [e.type, e.subject, e.sequence]),
+  ...sink.deletions.map((e) => [e.type, e.subject, e.sequence]),
+];
+
+describe('a deletion whose Redis removal fails after its Kafka commit', () => {
+  it('the next read removes the entry first: a comeback unchanged is published after the deletion', async () => {
+    const s = setup();
+    expect(await deleteWhileRedisRestarts(s)).toBeInstanceOf(Error);
+    // Redis is back; the review is listed again, unchanged.
+    const poll = s.pipeline.open('incremental', 1);
+    await poll.submit(page([review(1)]));
+    await poll.commit({ watermark: CHANGED });
+    expect(s.snapshot.gone.get(1)).toBe(2);
+    const comeback = s.sink.events.filter((e) => e.subject === '1').map((e) => [e.type, e.sequence]);
+    expect(comeback).toEqual([
+      ['review.created', 1],
+      ['review.created', 3],
+    ]);
+    expect(delivered(s.sink)).toContainEqual(['review.deleted', '1', 2]);
+  });
+
+  it('a comeback changed continues after the deleted event’s sequence', async () => {
+    const s = setup();
+    await deleteWhileRedisRestarts(s);
+    const poll = s.pipeline.open('incremental', 1);
+    await poll.submit(page([review(1, { client_publication_status: 'REJECTED', updated_date: CHANGED })]));
+    await poll.commit({ watermark: CHANGED });
+    const sequences = delivered(s.sink)
+      .filter(([, subject]) => subject === '1')
+      .map(([, , sequence]) => sequence);
+    expect(new Set(sequences).size).toBe(sequences.length);
+    expect(Math.max(...(sequences as number[]))).toBe(3);
+  });
+
+  it('the removal is retried before the next page is read, and only once', async () => {
+    const s = setup();
+    await deleteWhileRedisRestarts(s);
+    await s.pipeline.committer.catchUp();
+    expect(s.snapshot.entries.has(1)).toBe(false);
+    expect(s.snapshot.entries.has(2)).toBe(true);
+    expect(s.snapshot.txn).toBe(2);
+    const removals = () => s.log.filter((l) => l.startsWith('remove')).length;
+    const before = removals();
+    await s.pipeline.committer.catchUp();
+    expect(removals()).toBe(before);
+  });
+});
