@@ -8,7 +8,7 @@ import type { PassRunner } from '../../../src/bridge/passes/index.js';
 const logger = pino({ level: 'silent' });
 
 /** A PassRunner whose calls are recorded; only the methods these tests use answer. */
-function loggedPassesOnFakes(log: string[], name: string): PassRunner {
+function fakePasses(log: string[], name: string): PassRunner {
   const record = (what: string) => log.push(`${name}.${what}`);
   return {
     prepare: async () => (record('prepare'), true),
@@ -24,7 +24,7 @@ describe('LazyPasses: what only a leader needs exists only while it leads', () =
     const lazy = new LazyPasses(() => {
       const name = `p${++built}`;
       return {
-        passes: loggedPassesOnFakes(log, name),
+        passes: fakePasses(log, name),
         connect: async () => void log.push(`${name}.connect`),
         close: async () => void log.push(`${name}.close`),
       };
@@ -59,7 +59,7 @@ describe('LazyPasses: what only a leader needs exists only while it leads', () =
     const lazy = new LazyPasses(() => {
       const n = ++attempt;
       return {
-        passes: loggedPassesOnFakes(log, `p${n}`),
+        passes: fakePasses(log, `p${n}`),
         connect: async () => {
           log.push(`p${n}.connect`);
           if (n === 1) throw new Error('broker down');
@@ -79,7 +79,7 @@ describe('LazyPasses: what only a leader needs exists only while it leads', () =
     const opened = new Promise<void>((resolve) => (open = resolve));
     const lazy = new LazyPasses(
       () => ({
-        passes: loggedPassesOnFakes([], 'p'),
+        passes: fakePasses([], 'p'),
         connect: async () => {
           connects += 1;
           await opened;
@@ -210,7 +210,7 @@ describe('StartSlots: a replica that wins many leases starts their leaderships a
     const connected = new Promise<void>((resolve) => (finish = resolve));
     const lazy = (name: string, connect: () => Promise<void>) =>
       new LazyPasses(
-        () => ({ passes: loggedPassesOnFakes(log, name), connect, close: async () => void log.push(`${name}.close`) }),
+        () => ({ passes: fakePasses(log, name), connect, close: async () => void log.push(`${name}.close`) }),
         logger,
         slots,
       );
