@@ -69,12 +69,3 @@ export function latenessOf(covered: number, changedDates: Iterable<number>): num
   for (const d of changedDates) oldest = Math.min(oldest, d);
   return oldest < covered ? covered - oldest : 0;
 }
-
-/**
- * The watermark a poll or the initial load's first page commits: the largest updated_date read, from the data's own
- * clock. The upstream's time (its Date header, when it sends one) only caps it, `aheadMs` past that time: one
- * record stamped hours ahead (a broken clock on one writer) must not carry the watermark past every later change.
- */
-export function dataWatermark(maxSeen: number, upstreamAt: number | null, aheadMs: number): number {
-  return upstreamAt === null ? maxSeen : Math.min(maxSeen, upstreamAt + aheadMs);
-}

@@ -9,7 +9,10 @@ import { FakeSink, FakeSnapshot, FakeSource, page, review, silentLogger, testMet
 const T = 1_800_000_000_000;
 const signal = new AbortController().signal;
 
-/** A source whose pages carry the upstream's time (its Date header) `skewMs` away from the data's clock. */
+/**
+ * A source whose pages carry the upstream's time (its Date header) `skewMs` away from the data's clock; a test whose
+ * changes are stamped ahead of the fake clock sets it past them (no watermark passes the upstream's present).
+ */
 class ClockedSource extends FakeSource {
   /** Runs as each page is served (a test moves its clock: the poll pages that long). */
   onPage: () => void = () => undefined;
@@ -94,13 +97,13 @@ describe('polls on the data clock', () => {
     expect((await snapshot.checkpoint()).watermark).toBe(dataNow + 1);
   });
 
-  it('a header 5 minutes behind the data caps a watermark only at header + POLL_OVERLAP_MS, never raises it', async () => {
+  it('a header 5 minutes behind the data caps the watermark at its time + the lookback floor, never raises it', async () => {
     const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T - 300_000)], T - 300_000);
     const { passes, snapshot } = setup(source, 10_000);
     await passes.fullScan(1, signal);
-    // The data runs 5 minutes ahead; with a 10 s ceiling the watermark stays 10 s past the header: read again,
-    // never lost.
-    expect((await snapshot.checkpoint()).watermark).toBe(T - 290_000);
+    // The data runs 5 minutes ahead and no poll has learned its clock yet: the watermark stays the floor (1 s) past
+    // the header: read again, never lost.
+    expect((await snapshot.checkpoint()).watermark).toBe(T - 299_000);
   });
 
   it('the initial load finds a recent change when its first page is old, so polls do not read the account again', async () => {
@@ -117,7 +120,7 @@ describe('polls on the data clock', () => {
   });
 
   it('polls start the learned lookback and their paging time before the watermark, and learn from a late change', async () => {
-    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
     const { passes, snapshot, metric, advance } = setup(source);
     await passes.fullScan(1, signal);
     source.requests.length = 0;
@@ -146,7 +149,7 @@ describe('polls on the data clock', () => {
   });
 
   it('a change made while the last poll paged is not late: it neither counts nor grows the lookback', async () => {
-    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
     const { passes, metric, advance } = setup(source);
     await passes.fullScan(1, signal);
     // Polls that page for 800 ms; the first commits watermark T + 2000.
@@ -168,7 +171,7 @@ describe('polls on the data clock', () => {
   it('a sweep counts the changes polls missed (older than what they covered), not the ones they had not reached yet', async () => {
     const source = new ClockedSource(
       [at(page([review(1, { updated_date: T }), review(2, { updated_date: T })]), T)],
-      T,
+      T + 120_000,
     );
     const { passes, metric } = setup(source);
     await passes.fullScan(1, signal);
