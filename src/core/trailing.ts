@@ -58,6 +58,8 @@ interface TierState {
   startedAt: number | null;
   /** The bound (ms) the last read kept: time since the read before it began, plus its own duration. */
   keptMs: number | null;
+  /** The last read of this tier itself: where it read from, and what polls had covered when it began. */
+  last: { since: number; covered: number } | null;
 }
 
 /** A trailing read about to run: its tier and the updated_date it reads from. */
@@ -71,7 +73,7 @@ export class TrailingSchedule {
   private readonly states: TierState[];
 
   constructor(readonly tiers: readonly Tier[]) {
-    this.states = tiers.map((tier) => ({ tier, startedPresent: null, startedAt: null, keptMs: null }));
+    this.states = tiers.map((tier) => ({ tier, startedPresent: null, startedAt: null, keptMs: null, last: null }));
   }
 
   /** Local time (ms) the next read is due, or null without tiers. */
@@ -95,10 +97,18 @@ export class TrailingSchedule {
   }
 
   /**
-   * A read from `since` that began at local time `startedAt` (upstream present `startedPresent`) committed at
-   * `finishedAt`: it served its tier and every narrower one whose window it covered.
+   * A read from `since` that began at local time `startedAt` (upstream present `startedPresent`; polls had covered
+   * `covered`) committed at `finishedAt`: it served its tier and every narrower one whose window it covered.
    */
-  completed(read: TrailingRead, startedAt: number, startedPresent: number, finishedAt: number): void {
+  completed(
+    read: TrailingRead,
+    startedAt: number,
+    startedPresent: number,
+    finishedAt: number,
+    covered: number = startedPresent,
+  ): void {
+    const own = this.states.find((s) => s.tier === read.tier);
+    if (own) own.last = { since: read.since, covered };
     for (const s of this.states) {
       if (s.tier !== read.tier && (s.tier.coverMs > read.tier.coverMs || this.since(s, startedPresent) < read.since)) {
         continue;
@@ -125,10 +135,15 @@ export class TrailingSchedule {
     return Math.max(widest.keptMs ?? 0, now - widest.startedAt);
   }
 
-  /** Time (ms) since the last read serving `tier` began, at local time `now` (its period before any). */
-  sinceLast(tier: Tier, now: number): number {
-    const s = this.states.find((x) => x.tier === tier);
-    return s?.startedAt == null ? tier.periodMs : Math.max(0, now - s.startedAt);
+  /**
+   * How late (ms) a change stamped `stamp` that a read found showed, at least: the last read whose window held its
+   * stamp did not find it, so it showed after that read began, when polls had covered more than its stamp. 0 when no
+   * read tells.
+   */
+  latenessAtLeast(stamp: number): number {
+    let covered = -Infinity;
+    for (const s of this.states) if (s.last && s.last.since <= stamp) covered = Math.max(covered, s.last.covered);
+    return Math.max(0, covered - stamp);
   }
 
   /** Forgets every read (a new leadership: what the last one delivered is not known here). */
@@ -137,6 +152,7 @@ export class TrailingSchedule {
       s.startedAt = null;
       s.startedPresent = null;
       s.keptMs = null;
+      s.last = null;
     }
   }
 

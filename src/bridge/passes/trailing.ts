@@ -34,19 +34,18 @@ export async function openTrailingRead(
   const missedBefore = polls.missedBefore(startedAt);
   if (missedBefore === null) return null;
   const foundBy = `trailing_${read.tier.index}`;
-  // The change showed after the tier's read before began at the earliest: its lateness is at least this.
-  const sinceLast = polls.trailing.sinceLast(read.tier, startedAt);
   const run = pipeline.open('incremental', epoch, {
     lateBefore: () => missedBefore,
     foundBy,
     onLate: (latenessMs) => {
-      ctx.metrics.setLatenessSeen(foundBy, latenessMs);
-      polls.lookback.observe(latenessMs - sinceLast, ctx.clock());
+      // When it showed is unknown: after the last read whose window held it (which did not find it), at the earliest.
+      const lateness = polls.trailing.latenessAtLeast(missedBefore - latenessMs);
+      ctx.metrics.setLatenessSeen(foundBy, lateness);
+      polls.lookback.observe(lateness, ctx.clock());
     },
   });
-  const pages: AsyncIterator<Page> = source
-    .pages({ updatedSince: read.since, kind: 'sweep', signal })
-    [Symbol.asyncIterator]();
+  const listing = source.pages({ updatedSince: read.since, kind: 'sweep', signal });
+  const pages: AsyncIterator<Page> = listing[Symbol.asyncIterator]();
   return {
     tier: read.tier.index,
     step: async () => {
@@ -57,7 +56,7 @@ export async function openTrailingRead(
           return true;
         }
         await run.settle();
-        finished(ctx, pipeline, read, startedAt, present);
+        finished(ctx, pipeline, read, { startedAt, present, missedBefore });
         run.end('ok');
         return false;
       } catch (err) {
@@ -80,12 +79,12 @@ function finished(
   ctx: PassContext,
   pipeline: PagePipeline,
   read: TrailingRead,
-  startedAt: number,
-  present: number,
+  start: { startedAt: number; present: number; missedBefore: number },
 ): void {
   const { trailing } = ctx.polls;
   const now = ctx.clock();
-  trailing.completed(read, startedAt, present, now);
+  const { startedAt, present, missedBefore } = start;
+  trailing.completed(read, startedAt, present, now, missedBefore);
   for (const { tier, keptMs } of trailing.kept()) {
     ctx.metrics.trailingRead(tier.index, tier === read.tier ? present - read.since : null, keptMs);
   }

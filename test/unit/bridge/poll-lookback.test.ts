@@ -46,7 +46,7 @@ class ClockedSource extends FakeSource {
   }
 }
 
-function setup(source: FakeSource, overlapMs = 300_000) {
+function setup(source: FakeSource, overlapMs = 300_000, freshnessBoundMs = 0) {
   const log: string[] = [];
   const snapshot = new FakeSnapshot(log);
   const sink = new FakeSink(log);
@@ -65,7 +65,7 @@ function setup(source: FakeSource, overlapMs = 300_000) {
     source,
     {
       overlapMs,
-      polls: { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000 },
+      polls: { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000, freshnessBoundMs },
       metrics,
       deleteMaxFraction: null,
       account: 'test',
@@ -199,5 +199,87 @@ describe('polls on the data clock', () => {
     await passes.incremental(1, signal);
     // Three read, two new (review 1 was read again unchanged).
     expect(await metric('poll_reads_per_change')).toBe(1.5);
+  });
+
+  it('one record stamped 4 minutes ahead of the upstream hides no later change: it is read again until time reaches it', async () => {
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const { passes, snapshot, sink, advance } = setup(source);
+    await passes.fullScan(1, signal);
+    source.pagesToServe = [page([review(2, { updated_date: T + 240_000 })])];
+    await passes.incremental(1, signal);
+    // The watermark stays at the upstream's present (its Date header) plus the lookback floor.
+    expect((await snapshot.checkpoint()).watermark).toBe(T + 1_000);
+    for (let i = 3; i < 8; i++) {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      source.pagesToServe = [
+        page([review(2, { updated_date: T + 240_000 }), review(i, { updated_date: source.upstreamTime - 100 })]),
+      ];
+      await passes.incremental(1, signal);
+      expect(sink.events.map((e) => e.subject)).toContain(String(i));
+      expect((await snapshot.checkpoint()).watermark).toBeLessThanOrEqual(source.upstreamTime + 1_000);
+    }
+  });
+
+  it('a watermark restored from ahead of the present (an earlier version committed it) is read from the present', async () => {
+    const source = new ClockedSource(
+      [{ ...page([review(1, { updated_date: T + 23 * 3_600_000 })]), upstreamAt: null }],
+      T,
+    );
+    const { passes, snapshot, sink } = setup(source);
+    // No Date header on the load's page: the cap is the upstream's time as the source knows it (T).
+    await passes.fullScan(1, signal);
+    expect((await snapshot.checkpoint()).watermark).toBe(T + 1_000);
+    // As a checkpoint an earlier version committed (restored from the changelog): 23 hours ahead.
+    snapshot.ckpt.watermark = T + 23 * 3_600_000;
+    source.requests.length = 0;
+    source.pagesToServe = [page([review(2, { updated_date: T + 500 })])];
+    await passes.incremental(1, signal);
+    expect(source.requests[0]!.updatedSince).toBeLessThanOrEqual(T);
+    expect(sink.events.map((e) => e.subject)).toContain('2');
+  });
+
+  it('a trailing read finds a change shown beyond the lookback, counts it by tier, and the lookback learns it', async () => {
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const { passes, sink, metric, advance } = setup(source, 300_000, 30_000);
+    await passes.fullScan(1, signal);
+    source.pagesToServe = [];
+    await passes.incremental(1, signal);
+    const tiersRead: number[] = [];
+    // As the leader's loop does between polls: the read due, if any, a page per step.
+    const trail = async () => {
+      if ((passes.trailingDueAt() ?? Infinity) > T + 1e9) return;
+      const read = await passes.openTrailing(1, signal);
+      if (!read) return;
+      tiersRead.push(read.tier);
+      while (await read.step());
+    };
+    await trail();
+    // The first read is the widest tier's, which serves the narrower ones.
+    expect(tiersRead).toEqual([3]);
+    // Polls with an on-time change each second; at 15 s a change stamped 15 s back shows: polls (lookback 1 s) pass
+    // it by; a trailing read finds it.
+    const late = review(9, { updated_date: T + 1_000, client_publication_status: 'APPROVED' });
+    let foundAt: number | null = null;
+    for (let i = 1; i <= 25; i++) {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      const onTime = review(100 + i, { updated_date: source.upstreamTime - 100 });
+      source.pagesToServe = [page(i < 16 ? [onTime] : [onTime, late])];
+      await passes.incremental(1, signal);
+      const polled = sink.events.some((e) => e.subject === '9');
+      await trail();
+      if (foundAt === null && !polled && sink.events.some((e) => e.subject === '9')) foundAt = i;
+    }
+    // Found within tier 2's period (18.75 s) of showing (at 16 s): tier 2 came due before tier 1's next read.
+    expect(tiersRead).toEqual([3, 1, 1, 1, 2, 1]);
+    expect(foundAt).toBe(19);
+    expect(await metric('late_changes_total', 'found_by="trailing_2"')).toBe(1);
+    expect((await metric('late_changes_total', 'found_by="poll"')) ?? 0).toBe(0);
+    expect(await metric('trailing_bound_seconds', 'tier="2"')).toBe(19);
+    // It showed after tier 1's read at 15 s (whose window held its stamp) began, when polls covered 13.9 s past
+    // its stamp: at least that late. The lookback learns it (twice), so polls now read such changes themselves.
+    expect(await metric('lateness_seen_seconds', 'found_by="trailing_2"')).toBe(12.9);
+    expect(await metric('poll_lookback_seconds')).toBe(25.8);
   });
 });
