@@ -516,6 +516,8 @@ export interface BridgeConfig {
     lookbackFloorMs: number;
     /** FRESHNESS_BOUND_MS: the widest trailing read's period (0: none). */
     freshnessBoundMs: number;
+    /** Reviews the rate budget reads in one poll interval (UPSTREAM_RATE_LIMIT_RPS x UPSTREAM_PAGE_SIZE): caps the lookback. */
+    readsPerInterval: number;
   };
   sweep: { intervalMs: number };
   initialLoadMode: 'mark' | 'suppress';
@@ -842,6 +844,7 @@ export function loadConfig(
       lookback: e.POLL_LOOKBACK,
       lookbackFloorMs: e.POLL_LOOKBACK_MIN_MS,
       freshnessBoundMs: e.FRESHNESS_BOUND_MS,
+      readsPerInterval: (e.UPSTREAM_RATE_LIMIT_RPS * e.UPSTREAM_PAGE_SIZE * pollIntervalMs) / 1000,
     },
     sweep: { intervalMs: e.SWEEP_INTERVAL_MS },
     initialLoadMode: e.INITIAL_LOAD_MODE,

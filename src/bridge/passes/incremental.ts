@@ -48,7 +48,8 @@ export async function runIncrementalPoll(
       if (lateness > 0) ctx.metrics.setLatenessSeen('poll', lateness);
     }
     if (summary.newestChange != null) ctx.polls.present.observe(summary.newestChange, startedAt);
-    ctx.metrics.setPollLookback(ctx.polls.lookback.current(now));
+    ctx.polls.read(summary.reviews, watermark - ctx.polls.since(covered, startedAt));
+    ctx.metrics.setPollLookback(ctx.polls.lookbackMs(now));
     ctx.metrics.pollRead(summary.reviews, summary.changes ?? 0);
     const overran = ctx.polls.committed(watermark, startedAt, now);
     noteOverrun(ctx, pipeline, overran, now - startedAt);
@@ -94,7 +95,7 @@ function noteOverrun(ctx: PassContext, pipeline: PagePipeline, overran: boolean,
   const intervalMs = ctx.polls.settings.intervalMs;
   if (overran) {
     logger.warn(
-      { durationMs, intervalMs, lookbackMs: ctx.polls.lookback.current(ctx.clock()) },
+      { durationMs, intervalMs, lookbackMs: ctx.polls.lookbackMs(ctx.clock()) },
       'polls take longer than POLL_INTERVAL_MS: changes wait longer (see reviews_bridge_poll_reads_per_change)',
     );
   } else logger.info({ durationMs, intervalMs }, 'polls fit their interval again');

@@ -100,7 +100,13 @@ export interface PassesOptions {
    * How the lookback is chosen (absent: learned from 1 s, polls every second), and the trailing reads' bound
    * (FRESHNESS_BOUND_MS; absent: none).
    */
-  polls?: { intervalMs: number; lookback: 'learned' | 'fixed'; lookbackFloorMs: number; freshnessBoundMs?: number };
+  polls?: {
+    intervalMs: number;
+    lookback: 'learned' | 'fixed';
+    lookbackFloorMs: number;
+    freshnessBoundMs?: number;
+    readsPerInterval?: number;
+  };
   metrics: PassContext['metrics'] & DeletionDeps['metrics'] & RestoreMetrics;
   /** Deletion detection at the end of complete sweeps: the guard's fraction, or null when it is off. */
   deleteMaxFraction: number | null;
@@ -143,6 +149,7 @@ export class Passes implements PassRunner {
       floorMs: Math.min(polls.lookbackFloorMs, options.overlapMs),
       ceilingMs: options.overlapMs,
       freshnessBoundMs: polls.freshnessBoundMs ?? 0,
+      readsPerInterval: polls.readsPerInterval,
     });
     this.ctx = { overlapMs: options.overlapMs, polls: pollState, metrics: options.metrics, clock: this.pipeline.clock };
     const { deleteMaxFraction: maxFraction, metrics } = options;

@@ -17,7 +17,16 @@ export interface PollSettings extends LookbackSettings {
   intervalMs: number;
   /** FRESHNESS_BOUND_MS: the widest trailing read's period (0 or absent: no trailing reads). */
   freshnessBoundMs?: number;
+  /** Reviews the rate budget reads in one poll interval (absent: the learned lookback is not capped by it). */
+  readsPerInterval?: number;
 }
+
+/**
+ * The share of an interval's rate budget a poll's lookback may cost: a lookback learned from late changes (by
+ * trailing reads and sweeps too) must not make every poll read seconds of changes at high rates; the trailing reads
+ * keep the bound for what it leaves out.
+ */
+export const LOOKBACK_BUDGET_SHARE = 0.25;
 
 /** The polls' memory between polls. */
 export class PollState {
@@ -34,6 +43,8 @@ export class PollState {
   overrunning = false;
   /** Whether the trailing reads have been missing their bound (one log line per episode). */
   trailingBehind = false;
+  /** Reviews polls read per millisecond of updated_date they covered (smoothed), null before a poll. */
+  private density: number | null = null;
 
   constructor(readonly settings: PollSettings) {
     this.lookback = new Lookback(settings);
@@ -61,7 +72,26 @@ export class PollState {
    * that). Never earlier than the watermark less POLL_OVERLAP_MS, except for the paging time.
    */
   since(watermark: number, now: number): number {
-    return Math.max(0, watermark - this.lookback.current(now) - this.pagingAllowance());
+    return Math.max(0, watermark - this.lookbackMs(now) - this.pagingAllowance());
+  }
+
+  /**
+   * The lookback polls use (ms): the learned one, but no more than a poll reads with LOOKBACK_BUDGET_SHARE of an
+   * interval's rate budget at the density of changes polls have seen (never below the floor; POLL_LOOKBACK=fixed
+   * is not capped: the operator chose it).
+   */
+  lookbackMs(now: number): number {
+    const learned = this.lookback.current(now);
+    const { readsPerInterval, mode, floorMs } = this.settings;
+    if (mode === 'fixed' || !readsPerInterval || this.density === null || !(this.density > 0)) return learned;
+    const affordable = (LOOKBACK_BUDGET_SHARE * readsPerInterval) / this.density - this.pagingAllowance();
+    return Math.min(learned, Math.max(floorMs, Math.round(affordable)));
+  }
+
+  /** A poll read `reviews` over `windowMs` of updated_date: the density that prices the lookback. */
+  read(reviews: number, windowMs: number): void {
+    const density = reviews / Math.max(windowMs, this.settings.intervalMs);
+    this.density = this.density === null ? density : this.density + (density - this.density) * 0.3;
   }
 
   /**
@@ -79,7 +109,7 @@ export class PollState {
    * when it became visible): null before any poll.
    */
   missedBefore(now: number): number | null {
-    return this.covered === null ? null : this.covered - this.lookback.current(now) - (this.lastDurationMs ?? 0);
+    return this.covered === null ? null : this.covered - this.lookbackMs(now) - (this.lastDurationMs ?? 0);
   }
 
   /** How long the last poll paged (ms); a leadership's first poll allows a predecessor's unknown paging. */

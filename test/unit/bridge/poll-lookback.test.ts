@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Passes } from '../../../src/bridge/passes/index.js';
+import { PollState } from '../../../src/bridge/passes/poll-state.js';
 import type { Page } from '../../../src/upstream/types.js';
 import { FakeSink, FakeSnapshot, FakeSource, page, review, silentLogger, testMetrics } from '../../helpers/fakes.js';
 
@@ -281,5 +282,25 @@ describe('polls on the data clock', () => {
     // its stamp: at least that late. The lookback learns it (twice), so polls now read such changes themselves.
     expect(await metric('lateness_seen_seconds', 'found_by="trailing_2"')).toBe(12.9);
     expect(await metric('poll_lookback_seconds')).toBe(25.8);
+  });
+});
+
+describe('the lookback priced by the rate budget', () => {
+  it('a lookback learned from late changes costs polls at most a quarter of an interval of budget; fixed is not capped', () => {
+    const settings = { intervalMs: 1_000, floorMs: 1_000, ceilingMs: 300_000, readsPerInterval: 1_000 };
+    const learned = new PollState({ ...settings, mode: 'learned' });
+    learned.lookback.observe(20_000, 0);
+    learned.committed(T, 0, 0);
+    expect(learned.lookbackMs(0)).toBe(40_000);
+    // 20 changes/s: 250 reviews a poll buy 12.5 s.
+    learned.read(400, 20_000);
+    expect(learned.lookbackMs(0)).toBe(12_500);
+    // 300 changes/s (smoothed towards it): down to the floor, never below.
+    for (let i = 0; i < 20; i++) learned.read(6_000, 20_000);
+    expect(learned.lookbackMs(0)).toBe(1_000);
+    expect(learned.since(T, 0)).toBe(T - 1_000);
+    const fixed = new PollState({ ...settings, mode: 'fixed' });
+    fixed.read(6_000, 20_000);
+    expect(fixed.lookbackMs(0)).toBe(300_000);
   });
 });
