@@ -199,7 +199,7 @@ export const METRICS = {
   pollLookback: {
     type: 'gauge',
     name: 'poll_lookback_seconds',
-    help: 'How far before the watermark incremental polls start: twice the latest lateness seen in the last hour, between the floor and POLL_OVERLAP_MS.',
+    help: 'How far before the watermark incremental polls start: twice the latest lateness seen in the last hour, between the floor and POLL_OVERLAP_MS, and no more than a quarter of an interval of the rate budget reads.',
   },
   lateChanges: {
     type: 'counter',
