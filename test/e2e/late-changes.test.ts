@@ -100,7 +100,12 @@ describe('late-visible changes', () => {
     await sweepNow(b);
     expect((await statuses(b)).get(21)).toBe(to);
     expect(await metric(b, late, 'found_by="sweep"')).toBe(1);
-    // The sweep's lateness teaches the lookback as a poll's does: up to its ceiling, POLL_OVERLAP_MS.
-    expect(await metric(b, 'reviews_bridge_poll_lookback_seconds')).toBe(300);
+    // The sweep's lateness teaches the lookback as a poll's does: up to its ceiling, POLL_OVERLAP_MS (shown by the
+    // next poll).
+    await eventually(
+      async () => ((await metric(b, 'reviews_bridge_poll_lookback_seconds')) === 300 ? true : undefined),
+      20_000,
+      'the next poll to look back POLL_OVERLAP_MS',
+    );
   });
 });
