@@ -31,6 +31,12 @@ import {
 // found (reviews_processed_total{pass="incremental"} / poll_changes_total), the polls' share of the upstream's
 // budget (their requests over 10/s), polls that overran their interval, the lookback, the sweep's reviews/s.
 //
+// BENCH_POLL_MODE=late (issue 45): as sustained, without a sweep, and BENCH_LATE_SHARE (default 0.1) of the changes
+// shown BENCH_LATE_MIN_S..BENCH_LATE_MAX_S (10..20) s after their updated_date (the listing shows the review as it was
+// until then). Per phase: p50/p99 from visibility of the on-time and the late changes, the largest delay of a late one,
+// missing, reviews read by polls and trailing reads per change, the trailing reads' requests over the 10/s budget
+// (no sweep runs: the limiter's non-poll queue is theirs), each tier's window and bound, late changes by finder.
+//
 // BENCH_POLL_MODE=soak: one account of BENCH_SOAK_REVIEWS (default 20,000) reviews, sweeps due every
 // BENCH_SOAK_SWEEP_MS (default 120,000 = SWEEP_INTERVAL_MS), BENCH_SOAK_RATE (default 10) status changes/s and
 // BENCH_SOAK_EDITS_PER_S (default 1) edits/s that keep updated_date (only sweeps find those) for BENCH_SOAK_S
@@ -43,13 +49,20 @@ const RATES = (process.env.BENCH_POLL_RATES ?? '20,100,300').split(',').map(Numb
 const PHASE_S = Number(process.env.BENCH_POLL_PHASE_S ?? 180);
 const WARMUP_S = Number(process.env.BENCH_POLL_WARMUP_S ?? 30);
 const SOAK_S = Number(process.env.BENCH_SOAK_S ?? 600);
+const LATE_SHARE = Number(process.env.BENCH_LATE_SHARE ?? 0.1);
+const LATE_MIN_S = Number(process.env.BENCH_LATE_MIN_S ?? 10);
+const LATE_MAX_S = Number(process.env.BENCH_LATE_MAX_S ?? 20);
 const SOAK_RATE = Number(process.env.BENCH_SOAK_RATE ?? 10);
 const SOAK_EDITS = Number(process.env.BENCH_SOAK_EDITS_PER_S ?? 1);
 const SOAK_SWEEP_MS = Number(process.env.BENCH_SOAK_SWEEP_MS ?? 120_000);
 const REVIEWS =
   MODE === 'soak'
     ? Number(process.env.BENCH_SOAK_REVIEWS ?? 20_000)
-    : Number(process.env.BENCH_REVIEWS ?? Math.ceil(Math.max(...RATES) * PHASE_S * 1.1));
+    : Number(
+        process.env.BENCH_REVIEWS ??
+          // late: every phase changes reviews of its own (a late one must not be overtaken by a later change).
+          Math.ceil((MODE === 'late' ? RATES.reduce((a, b) => a + b, 0) : Math.max(...RATES)) * PHASE_S * 1.1),
+      );
 const BUDGET_RPS = 10;
 const { kafkaBrokers, redisUrl } = services();
 
@@ -58,7 +71,7 @@ const account = uniqueName(`bench-polls-${MODE}`);
 const config = loadConfig(
   benchEnv(account, sim.url, {
     INITIAL_LOAD_MODE: 'suppress',
-    SWEEP_INTERVAL_MS: MODE === 'soak' ? String(SOAK_SWEEP_MS) : '86400000',
+    SWEEP_INTERVAL_MS: MODE === 'soak' ? String(SOAK_SWEEP_MS) : MODE === 'late' ? '0' : '86400000',
   }),
 );
 const redis = connectRedis(redisUrl);
@@ -95,6 +108,16 @@ async function counters() {
     polls: value('passes_total', 'pass="incremental"'),
     lateByPoll: value('late_changes_total', 'found_by="poll"'),
     lateBySweep: value('late_changes_total', 'found_by="sweep"'),
+    lateByTrailing: [1, 2, 3, 4, 5].map((n) => value('late_changes_total', `found_by="trailing_${n}"`)),
+    trailingRequests: value('rate_limiter_wait_seconds_count', 'pass="sweep"'),
+    tiers: [1, 2, 3, 4, 5]
+      .map((n) => ({
+        tier: n,
+        windowS: value('trailing_window_seconds', `tier="${n}"`),
+        boundS: value('trailing_bound_seconds', `tier="${n}"`),
+      }))
+      .filter((t) => t.windowS > 0),
+    freshnessBoundS: value('freshness_bound_seconds'),
     requests: sim.control.stats().requests,
     throttled: sim.control.stats().throttled,
   };
@@ -229,6 +252,84 @@ async function sustained() {
     // The next phase starts with no sweep running, so that it requests its own.
     const deadline = Date.now() + 180_000;
     while ((await runningPass()) !== null && Date.now() < deadline) await sleep(500);
+  }
+  return { phases };
+}
+
+/** A change on `id` shown `lagMs` after its stamp, made now: the listing shows it only then (see late()). */
+function showLate(id: number, lagMs: number): { key: string; at: number } {
+  const to = sim.control.get(id)!.client_publication_status === 'REJECTED' ? 'APPROVED' : 'REJECTED';
+  const review = sim.control.setStatusLate(id, { client: to }, lagMs);
+  return { key: `${id}|${review.updated_date}`, at: Date.now() };
+}
+
+async function late() {
+  const phases: Record<string, unknown>[] = [];
+  const order = shuffled(REVIEWS);
+  let next = 0;
+  for (const rate of RATES) {
+    const load = [loadavg()[0]!];
+    const onTime: { key: string; at: number }[] = [];
+    const shown: { key: string; at: number }[] = [];
+    const pending: { id: number; showAt: number; lagMs: number }[] = [];
+    const start = Date.now();
+    let warm: Counters | null = null;
+    const showDue = () => {
+      const now = Date.now();
+      while (pending.length > 0 && pending[0]!.showAt <= now) {
+        const p = pending.shift()!;
+        shown.push(showLate(p.id, now - p.showAt + p.lagMs));
+      }
+    };
+    let made = 0;
+    while (Date.now() - start < PHASE_S * 1000) {
+      const elapsed = Date.now() - start;
+      const due = Math.floor((rate * elapsed) / 1000);
+      while (made < due && next < order.length) {
+        const id = order[next++]!;
+        made++;
+        if (Math.random() < LATE_SHARE) {
+          const lagMs = (LATE_MIN_S + Math.random() * (LATE_MAX_S - LATE_MIN_S)) * 1000;
+          pending.push({ id, showAt: Date.now() + lagMs, lagMs });
+          pending.sort((a, b) => a.showAt - b.showAt);
+        } else onTime.push(change(id));
+      }
+      showDue();
+      if (warm === null && elapsed >= WARMUP_S * 1000) warm = await counters();
+      await sleep(20);
+    }
+    // The last late ones still show, at their time.
+    while (pending.length > 0) {
+      showDue();
+      await sleep(20);
+    }
+    const end = await counters();
+    const a = warm ?? end;
+    const onTimeMs = await latencies(onTime, 60_000);
+    const lateMs = await latencies(shown, 90_000);
+    load.push(loadavg()[0]!);
+    const seconds = (end.at - a.at) / 1000;
+    const changes = end.pollChanges - a.pollChanges;
+    const trailingReads = end.lateByTrailing.map((n, i) => n - a.lateByTrailing[i]!);
+    const result = {
+      changesPerS: rate,
+      seconds: PHASE_S,
+      lateShare: LATE_SHARE,
+      lateLagS: [LATE_MIN_S, LATE_MAX_S],
+      onTime: { changes: onTime.length, missing: onTime.length - onTimeMs.length, ...latencyFigures(onTimeMs) },
+      late: { changes: shown.length, missing: shown.length - lateMs.length, ...latencyFigures(lateMs) },
+      steadyState: steadyFigures(a, end),
+      // Reviews read by polls and trailing reads (both incremental listings) over the changes polls found: the late
+      // ones found by trailing reads are not in poll_changes_total, so this overstates reads per change a little.
+      readsPerChangeAll: changes > 0 ? round((end.pollReads - a.pollReads) / changes, 2) : null,
+      trailingShareOfBudget: round((end.trailingRequests - a.trailingRequests) / seconds / BUDGET_RPS, 3),
+      lateFoundByTrailingTier: trailingReads,
+      tiersAtEnd: end.tiers,
+      freshnessBoundSAtEnd: end.freshnessBoundS,
+      loadAverage1m: { start: round(load[0]!, 2), end: round(load[1]!, 2) },
+    };
+    console.log(JSON.stringify(result));
+    phases.push(result);
   }
   return { phases };
 }
@@ -372,7 +473,7 @@ try {
   const loadStarted = Date.now();
   while (!(await store.checkpoint()).initialDone) await sleep(200);
   const initialLoadS = round((Date.now() - loadStarted) / 1000, 0);
-  const figures = MODE === 'soak' ? await soak() : await sustained();
+  const figures = MODE === 'soak' ? await soak() : MODE === 'late' ? await late() : await sustained();
   const result = {
     setup:
       `mode ${MODE}; bridge defaults (poll interval ${config.poll.intervalMs} ms, lookback ${config.poll.lookback}, ` +

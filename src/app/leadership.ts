@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ResyncRequest } from '../core/resync-request.js';
 import type { CheckpointChange } from '../core/checkpoint-change.js';
-import type { LongPassRun, PassRunner } from '../bridge/passes/index.js';
+import type { LongPassRun, PassRunner, TrailingRun } from '../bridge/passes/index.js';
 import type { PassSummary } from '../bridge/pipeline.js';
 import type { Checkpoint } from '../redis/snapshot-store.js';
 
@@ -153,6 +153,14 @@ export class LazyPasses<P extends PassRunner = PassRunner> implements PassRunner
 
   async incremental(epoch: number, signal: AbortSignal): Promise<PassSummary> {
     return (await this.acquire()).incremental(epoch, signal);
+  }
+
+  trailingDueAt(): number | null {
+    return this.parts?.passes.trailingDueAt?.() ?? null;
+  }
+
+  async openTrailing(epoch: number, signal: AbortSignal): Promise<TrailingRun | null> {
+    return (await (await this.acquire()).openTrailing?.(epoch, signal)) ?? null;
   }
 
   async openFullScan(epoch: number, signal: AbortSignal): Promise<LongPassRun> {

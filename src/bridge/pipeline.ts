@@ -23,6 +23,10 @@ export interface RunOptions {
   createdAsInitial?: boolean;
   /** Changes older than this updated_date (null: none) are counted as late (reviews_bridge_late_changes_total). */
   lateBefore?: () => number | null;
+  /** Who a late change counts as found by (found_by of reviews_bridge_late_changes_total); absent: poll or sweep. */
+  foundBy?: string;
+  /** Told the lateness (ms) of the oldest late change of each committed page (before `lateBefore`). */
+  onLate?: (latenessMs: number) => void;
 }
 
 export type {
@@ -69,7 +73,7 @@ export class PagePipeline implements RunHost {
    * reviews this run finds first are created as the load creates them (marked initial, or suppressed).
    */
   open(type: PassType, epoch: number, options: RunOptions = {}): PipelineRun {
-    return new PipelineRun(this, type, epoch, options.createdAsInitial ?? false, options.lateBefore);
+    return new PipelineRun(this, type, epoch, options.createdAsInitial ?? false, options.lateBefore, options);
   }
 
   /**

@@ -337,6 +337,11 @@ export const EnvSchema = z.object({
   POLL_LOOKBACK_MIN_MS: int(0, 3_600_000)
     .default(1_000)
     .describe("The least polls look back before the watermark: the listing's timestamp granularity, and some slack"),
+  FRESHNESS_BOUND_MS: int(0, 3_600_000)
+    .default(30_000)
+    .describe(
+      'The most a change that shows late (up to POLL_OVERLAP_MS after its updated_date) waits once it shows: trailing reads behind the polls (0: none, such changes wait for a sweep)',
+    ),
   SWEEP_INTERVAL_MS: int(0, 30 * 86_400_000)
     .default(86_400_000)
     .describe('Scheduled sweeps (0: only on demand)'),
@@ -513,7 +518,16 @@ export interface BridgeConfig {
    * Polls start every intervalMs whatever else runs, from the watermark less a lookback: learned from late changes
    * between lookbackFloorMs and overlapMs, or (fixed) overlapMs.
    */
-  poll: { intervalMs: number; overlapMs: number; lookback: 'learned' | 'fixed'; lookbackFloorMs: number };
+  poll: {
+    intervalMs: number;
+    overlapMs: number;
+    lookback: 'learned' | 'fixed';
+    lookbackFloorMs: number;
+    /** FRESHNESS_BOUND_MS: the widest trailing read's period (0: none). */
+    freshnessBoundMs: number;
+    /** Reviews the rate budget reads in one poll interval (UPSTREAM_RATE_LIMIT_RPS x UPSTREAM_PAGE_SIZE): caps the lookback. */
+    readsPerInterval: number;
+  };
   sweep: { intervalMs: number };
   initialLoadMode: 'mark' | 'suppress';
   /** Deletion detection at the end of a complete sweep, and its guard against a broken listing. */
@@ -841,6 +855,8 @@ export function loadConfig(
       overlapMs: e.POLL_OVERLAP_MS,
       lookback: e.POLL_LOOKBACK,
       lookbackFloorMs: e.POLL_LOOKBACK_MIN_MS,
+      freshnessBoundMs: e.FRESHNESS_BOUND_MS,
+      readsPerInterval: (e.UPSTREAM_RATE_LIMIT_RPS * e.UPSTREAM_PAGE_SIZE * pollIntervalMs) / 1000,
     },
     sweep: { intervalMs: e.SWEEP_INTERVAL_MS },
     initialLoadMode: e.INITIAL_LOAD_MODE,

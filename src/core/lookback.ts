@@ -2,9 +2,11 @@
 // data's own clock), so the only reason to read before it is that a change can become visible to the listing after
 // a later one already was (a long transaction, a replica behind, a batch import): its updated_date is then older than
 // time polls had already covered. The lookback is learned from those late arrivals as polls see them, a small
-// multiple of the latest seen over the last hour, between a floor (the listing's timestamp granularity: ties at the
-// watermark are read again, and the diff drops what the snapshot already has) and the POLL_OVERLAP_MS ceiling.
-// Anything later than the lookback is left to the next sweep, which counts it. Each change is then read about
+// multiple of the latest seen over the last hour (by polls, trailing reads and sweeps alike), between a floor (the
+// listing's timestamp granularity: ties at the watermark are read again, and the diff drops what the snapshot already
+// has) and the POLL_OVERLAP_MS ceiling; polls also cap it at what their share of the rate budget reads
+// (poll-state.ts). Anything later than the lookback is left to the trailing reads (src/core/trailing.ts), and what
+// shows later than POLL_OVERLAP_MS to the next sweep; each counts what it finds. Each change is then read about
 // (interval + lookback + a poll's own duration) / interval times instead of overlap / interval times.
 
 /** Settings of a learned lookback. */
@@ -47,7 +49,7 @@ export class Lookback {
     return max;
   }
 
-  /** A poll found a change `latenessMs` older than the watermark polls had covered when it began. */
+  /** A read found a change `latenessMs` older than the watermark polls had covered when it showed. */
   observe(latenessMs: number, now: number): void {
     if (!(latenessMs > 0)) return;
     this.expire(now);
@@ -68,13 +70,4 @@ export function latenessOf(covered: number, changedDates: Iterable<number>): num
   let oldest = Infinity;
   for (const d of changedDates) oldest = Math.min(oldest, d);
   return oldest < covered ? covered - oldest : 0;
-}
-
-/**
- * The watermark a poll or the initial load's first page commits: the largest updated_date read, from the data's own
- * clock. The upstream's time (its Date header, when it sends one) only caps it, `aheadMs` past that time: one
- * record stamped hours ahead (a broken clock on one writer) must not carry the watermark past every later change.
- */
-export function dataWatermark(maxSeen: number, upstreamAt: number | null, aheadMs: number): number {
-  return upstreamAt === null ? maxSeen : Math.min(maxSeen, upstreamAt + aheadMs);
 }

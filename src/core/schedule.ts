@@ -29,6 +29,10 @@ export interface StepState {
   nextPollAt: number;
   /** A deletion detection underway has a step to run; it yields to polls like a full scan's pages. */
   deletionStepPending?: boolean;
+  /** A trailing read is open (src/core/trailing.ts): its next page comes before the long pass's. */
+  trailingOpen?: boolean;
+  /** When the next trailing read is due (null or absent: none); they run once the initial load is done. */
+  trailingDueAt?: number | null;
 }
 
 /** The next thing the leader does. */
@@ -39,20 +43,27 @@ export type Step =
   | { kind: 'scan-page' }
   /** One step of the deletion detection underway. */
   | { kind: 'deletion-step' }
+  /** A page of the trailing read open, or the opening of the one due. */
+  | { kind: 'trailing-page' }
   /** Nothing to do before `ms` (the next poll, or a lease period so that the loop keeps ticking). */
   | { kind: 'wait'; ms: number };
 
 /**
  * The next step of a leader that is not paused: a due poll first (polls are never starved by a long pass), then a
- * page of deletion detection or of the open full scan, else a wait until the next poll (at most a lease period).
+ * page of the trailing read open or due (a sweep can take hours; a late change's bound must hold meanwhile, and a
+ * trailing read is a few pages a period), then a page of deletion detection or of the open full scan, else a wait
+ * until the next poll or trailing read (at most a lease period).
  */
 export function nextStep(state: StepState, now: number, timing: ScheduleTiming): Step {
   // Incremental polls need a watermark: the initial load's first page sets it (then the scan says `pollable`).
   const pollable = state.initialDone || (state.longPass?.pollable ?? false);
   if (pollable && now >= state.nextPollAt) return { kind: 'poll', nextPollAt: now + timing.pollIntervalMs };
+  const trailingAt = state.initialDone ? (state.trailingDueAt ?? null) : null;
+  if (state.trailingOpen || (trailingAt !== null && now >= trailingAt)) return { kind: 'trailing-page' };
   if (state.deletionStepPending) return { kind: 'deletion-step' };
   if (state.longPass) return { kind: 'scan-page' };
-  return { kind: 'wait', ms: Math.max(0, Math.min(state.nextPollAt - now, timing.leaseTtlMs / 3)) };
+  const until = Math.min(state.nextPollAt, trailingAt ?? Infinity) - now;
+  return { kind: 'wait', ms: Math.max(0, Math.min(until, timing.leaseTtlMs / 3)) };
 }
 
 /** What the checkpoint says, read between full scans, for deciding whether one opens. */

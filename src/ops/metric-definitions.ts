@@ -199,13 +199,36 @@ export const METRICS = {
   pollLookback: {
     type: 'gauge',
     name: 'poll_lookback_seconds',
-    help: 'How far before the watermark incremental polls start: twice the latest lateness seen in the last hour, between the floor and POLL_OVERLAP_MS.',
+    help: 'How far before the watermark incremental polls start: twice the latest lateness seen in the last hour, between the floor and POLL_OVERLAP_MS, and no more than a quarter of an interval of the rate budget reads.',
   },
   lateChanges: {
     type: 'counter',
     name: 'late_changes_total',
-    help: 'Changes that became visible after time polls had covered: found by a poll within its lookback (found_by=poll) or later by a sweep (found_by=sweep).',
+    help: 'Changes that became visible after time polls had covered: found by a poll within its lookback (found_by=poll), by a trailing read of tier n (found_by=trailing_n), or later by a sweep (found_by=sweep: the feed was late by more than its bound).',
     labels: ['found_by'],
+  },
+  latenessSeen: {
+    type: 'gauge',
+    name: 'lateness_seen_seconds',
+    help: 'The lateness of the latest late change found, by finder (poll, trailing_n, sweep): how long after covered time it showed (at least).',
+    labels: ['found_by'],
+  },
+  trailingWindow: {
+    type: 'gauge',
+    name: 'trailing_window_seconds',
+    help: "The window the last trailing read of each tier read (before the upstream's present): the lateness it covers plus the time since the tier's read before.",
+    labels: ['tier'],
+  },
+  trailingBound: {
+    type: 'gauge',
+    name: 'trailing_bound_seconds',
+    help: "The most a late change within each tier's coverage waited after it showed, by its last read: time since the tier's read before plus the read's own.",
+    labels: ['tier'],
+  },
+  freshnessBound: {
+    type: 'gauge',
+    name: 'freshness_bound_seconds',
+    help: 'The bound that holds now for a change that shows up to POLL_OVERLAP_MS late (the widest trailing tier); above FRESHNESS_BOUND_MS when the rate budget cannot carry the trailing reads. No sample while none ran.',
   },
   pollChanges: {
     type: 'counter',

@@ -129,6 +129,8 @@ export function presetSeries(m: Instruments, statuses: readonly string[]): void 
     m.recordsRejected.inc({ reason }, 0);
   }
   for (const reason of QUARANTINE_REASONS) m.quarantined.inc({ reason }, 0);
+  // From the start, so that the alert on a sweep's finds sees the first one (increase() needs a sample before it).
+  for (const foundBy of ['poll', 'sweep']) m.lateChanges.inc({ found_by: foundBy }, 0);
   for (const field of STATUS_FIELDS) {
     m.unknownStatuses.inc({ field }, 0);
     for (const to of statuses) {

@@ -73,9 +73,29 @@ export abstract class PassRecorders {
     this.m.pollLookback.set(ms / 1000);
   }
 
-  /** Counts changes that became visible late: seen by a poll within its lookback, or by a sweep beyond it. */
-  lateChanges(foundBy: 'poll' | 'sweep', n: number): void {
+  /**
+   * Counts changes that became visible late: seen by a poll within its lookback, by a trailing read's tier
+   * (`trailing_<n>`) or by a sweep beyond them all.
+   */
+  lateChanges(foundBy: string, n: number): void {
     if (n > 0) this.m.lateChanges.inc({ found_by: foundBy }, n);
+  }
+
+  /** Shows the lateness (ms) of the latest late change a finder found. */
+  setLatenessSeen(foundBy: string, ms: number): void {
+    this.m.latenessSeen.set({ found_by: foundBy }, ms / 1000);
+  }
+
+  /** Shows a trailing tier's last read: the window it read and the bound it kept (ms). */
+  trailingRead(tier: number, windowMs: number | null, keptMs: number | null): void {
+    if (windowMs !== null) this.m.trailingWindow.set({ tier: String(tier) }, windowMs / 1000);
+    if (keptMs !== null) this.m.trailingBound.set({ tier: String(tier) }, keptMs / 1000);
+  }
+
+  /** Shows the bound (ms) that holds now for a change up to POLL_OVERLAP_MS late (null: no trailing read yet). */
+  setFreshnessBound(ms: number | null): void {
+    if (ms === null) this.m.freshnessBound.reset();
+    else this.m.freshnessBound.set(ms / 1000);
   }
 
   /** Counts a poll that did not fit its interval. */

@@ -31,8 +31,8 @@ export class ChangeLog {
   }
 
   /**
-   * A stamp `lateByMs` before the service's time, strictly after the review's `previous` one; it does not move the
-   * stamps nextStamp hands out.
+   * A stamp `lateByMs` before the service's time (negative: after it), strictly after the review's `previous` one;
+   * it does not move the stamps nextStamp hands out.
    */
   lateStamp(previous: number | null, lateByMs: number): number {
     const stamp = this.clock() - lateByMs;

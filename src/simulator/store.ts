@@ -97,11 +97,13 @@ export class ReviewStore {
 
   /**
    * Changes publication statuses and moves updated_date strictly forward; returns a copy. With `lateByMs`, the new
-   * updated_date is that much before now (but still after the review's previous one): a late-visible change.
+   * updated_date is that much before now (but still after the review's previous one): a late-visible change; a
+   * negative one stamps it that much ahead of now (a writer whose clock runs fast), without moving the stamps of
+   * the changes after it.
    */
   setStatus(id: number, change: StatusChange, lateByMs?: number): SimRecord {
-    if (lateByMs !== undefined && (!Number.isFinite(lateByMs) || lateByMs < 0)) {
-      throw new StoreError('invalid', 'lateByMs must be a non-negative number');
+    if (lateByMs !== undefined && !Number.isFinite(lateByMs)) {
+      throw new StoreError('invalid', 'lateByMs must be a finite number');
     }
     const record = this.materialise(id);
     if (change.client === undefined && change.pwr === undefined) {

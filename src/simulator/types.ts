@@ -133,7 +133,8 @@ export interface SimulatorControl {
   /**
    * Changes publication statuses with an updated_date stamped `lateByMs` before the data clock's now (as a long
    * transaction commits a stamp taken when it began), but still strictly after the review's previous one. The change
-   * is listed at once, so an incremental listing from before its stamp finds it.
+   * is listed at once, so an incremental listing from before its stamp finds it. A negative `lateByMs` stamps it
+   * that much ahead of the data clock's now instead (one writer whose clock runs fast); later changes keep theirs.
    */
   setStatusLate(id: number, status: { client?: string; pwr?: string }, lateByMs: number): Record<string, unknown>;
   /** Edits other fields without moving updated_date (the change incremental polling cannot see). */

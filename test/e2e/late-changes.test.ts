@@ -9,35 +9,16 @@ import {
   testEnv,
   type TestBridge,
 } from '../helpers/bridge.js';
-import { readAll } from '../helpers/kafka.js';
+import { bridgeMetric as metric, bridgeMetricSum, deliveredStatuses as statuses } from '../helpers/freshness.js';
 import type { Simulator } from '../../src/simulator/index.js';
 
 // Changes that become visible late (a long transaction commits a status change stamped when it began, after later
 // changes were already listed): their updated_date is older than the time polls had covered. Polls learn how late
 // changes arrive and look back twice the latest lateness seen (1 s at first); a change within that lookback is
-// delivered by the next poll, one beyond it (minutes late) by the next sweep, and both are counted in
-// reviews_bridge_late_changes_total by who found them. Lateness is set against the checkpoint's watermark (the
+// delivered by the next poll, one beyond it but within POLL_OVERLAP_MS by a trailing read (src/core/trailing.ts),
+// one later still by the next sweep, and all are counted in reviews_bridge_late_changes_total by who found them. Lateness is set against the checkpoint's watermark (the
 // largest updated_date committed), which does not move while nothing else changes, so each change is exactly as late
 // as the test says.
-
-/** A counter or gauge of the bridge's registry, by metric name and one label (0 when absent). */
-async function metric(b: TestBridge, name: string, label = ''): Promise<number> {
-  const text = await b.app.metrics.registry.metrics();
-  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))) {
-    if ((m[1] ?? '').includes(label)) return Number(m[2]);
-  }
-  return 0;
-}
-
-/** The latest client status of each review on the status_changed topic (read_committed, from the beginning). */
-async function statuses(b: TestBridge): Promise<Map<number, string>> {
-  const finals = new Map<number, string>();
-  for (const m of await readAll([b.topics.statusChanged], { timeoutMs: 10_000 })) {
-    const event = JSON.parse(m.value) as { data: { review: { id: number; client_publication_status: string } } };
-    finals.set(event.data.review.id, event.data.review.client_publication_status);
-  }
-  return finals;
-}
 
 /** A bridge at default lookback settings (POLL_OVERLAP_MS 5 min) past its initial load, its watermark on now. */
 async function settledBridge(sim: Simulator): Promise<TestBridge> {
@@ -96,17 +77,35 @@ describe('late-visible changes', () => {
     expect(await metric(b, late, 'found_by="sweep"')).toBe(0);
   });
 
-  it('by minutes: beyond the lookback, delivered by the next sweep, counted found_by=sweep', async () => {
+  it('by minutes: within POLL_OVERLAP_MS a trailing read delivers it, beyond it the next sweep, which the lookback learns', async () => {
     const sim = await simulatorForTest({ reviewCount: 300, seed: 39 });
     const b = await settledBridge(sim);
-    const to = await lateChange(sim, b, 20, 120_000);
-    // Polls read from the watermark less about a second: they do not see it.
-    await pollsCommitted(b, 3);
-    expect((await statuses(b)).get(20)).toBeUndefined();
+    // 2 minutes late: beyond the polls' lookback (1 s), within the widest trailing tier's (POLL_OVERLAP_MS, 5 min).
+    const within = await lateChange(sim, b, 20, 120_000);
+    await eventually(
+      async () => ((await statuses(b)).get(20) === within ? true : undefined),
+      90_000,
+      'a trailing read to deliver the change 2 minutes late',
+    );
+    expect(await bridgeMetricSum(b, late, 'found_by="trailing_')).toBe(1);
     expect(await metric(b, late, 'found_by="poll"')).toBe(0);
+    // 10 minutes late: beyond every trailing read. Two reads of the widest tier after it showed pass it by.
+    const to = await lateChange(sim, b, 21, 600_000);
+    const window = () => metric(b, 'reviews_bridge_trailing_window_seconds', 'tier="3"');
+    for (let i = 0; i < 2; i++) {
+      const before = await window();
+      await eventually(async () => ((await window()) !== before ? true : undefined), 90_000, 'a widest-tier read');
+    }
+    expect((await statuses(b)).get(21)).toBeUndefined();
     await sweepNow(b);
-    expect((await statuses(b)).get(20)).toBe(to);
+    expect((await statuses(b)).get(21)).toBe(to);
     expect(await metric(b, late, 'found_by="sweep"')).toBe(1);
-    expect(await metric(b, 'reviews_bridge_poll_lookback_seconds')).toBe(1);
+    // The sweep's lateness teaches the lookback as a poll's does: up to its ceiling, POLL_OVERLAP_MS (shown by the
+    // next poll).
+    await eventually(
+      async () => ((await metric(b, 'reviews_bridge_poll_lookback_seconds')) === 300 ? true : undefined),
+      20_000,
+      'the next poll to look back POLL_OVERLAP_MS',
+    );
   });
 });

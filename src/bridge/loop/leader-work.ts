@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { BridgeMetrics } from '../../ops/metrics.js';
 import { nextStep, scanToOpen, type ScheduleTiming } from '../../core/schedule.js';
 import type { ResyncRequest } from '../../core/resync-request.js';
-import type { LongPassRun, PassRunner } from '../passes/index.js';
+import type { LongPassRun, PassRunner, TrailingRun } from '../passes/index.js';
 
 // A leader's work, a step at a time: the schedule (src/core/schedule.ts) says whether the next step is a poll, a
 // page of the long pass (a full scan or a resync, opened here when one is due or asked for) or a wait; this class
@@ -24,6 +24,8 @@ export interface LeaderWorkDeps {
 /** The steps of a leader, and the long pass they advance. */
 export class LeaderWork {
   private longPass: LongPassRun | null = null;
+  /** The trailing read under way (src/core/trailing.ts), a page per step. */
+  private trailing: TrailingRun | null = null;
   private longPassStartedAt = 0;
   private nextPollAt = 0;
   private initialDone = false;
@@ -78,11 +80,21 @@ export class LeaderWork {
       return 0;
     }
     if (!this.longPass) await this.openLongPass(epoch, signal, now);
-    const state = { longPass: this.longPass, initialDone: this.initialDone, nextPollAt: this.nextPollAt };
+    const state = {
+      longPass: this.longPass,
+      initialDone: this.initialDone,
+      nextPollAt: this.nextPollAt,
+      trailingOpen: this.trailing !== null,
+      trailingDueAt: passes.trailingDueAt?.() ?? null,
+    };
     const step = nextStep(state, now, timing);
     if (step.kind === 'poll') {
       this.nextPollAt = step.nextPollAt;
       await this.poll(epoch, signal);
+      return 0;
+    }
+    if (step.kind === 'trailing-page') {
+      await this.trailingPage(epoch, signal);
       return 0;
     }
     if (step.kind === 'scan-page' && this.longPass) {
@@ -116,6 +128,9 @@ export class LeaderWork {
 
   /** Drops the full scan in progress (it resumes from its checkpoint) and closes its page iterator. */
   async abandon(): Promise<void> {
+    const trailing = this.trailing;
+    this.trailing = null;
+    await trailing?.close().catch((err: unknown) => this.deps.logger.warn({ err }, 'closing a trailing read failed'));
     const scan = this.longPass;
     this.longPass = null;
     await scan?.close().catch((err: unknown) => this.deps.logger.warn({ err }, 'closing the sweep failed'));
@@ -163,6 +178,21 @@ export class LeaderWork {
       if (summary.events > 0) logger.info({ kind: 'incremental', ...summary }, 'poll committed');
     } catch (err) {
       metrics.passFinished('incremental', signal.aborted ? 'aborted' : 'error', (clock() - t0) / 1000);
+      throw err;
+    }
+  }
+
+  /** Opens the trailing read due, or steps the open one a page; a failure drops it (it runs again when due). */
+  private async trailingPage(epoch: number, signal: AbortSignal): Promise<void> {
+    const { passes } = this.deps;
+    this.trailing ??= (await passes.openTrailing?.(epoch, signal)) ?? null;
+    const read = this.trailing;
+    if (!read) return;
+    try {
+      if (!(await read.step())) this.trailing = null;
+    } catch (err) {
+      this.trailing = null;
+      await read.close().catch(() => undefined);
       throw err;
     }
   }

@@ -18,5 +18,8 @@ export interface PassContext {
     | 'pollRead'
     | 'pollOverran'
     | 'lateChanges'
+    | 'setLatenessSeen'
+    | 'trailingRead'
+    | 'setFreshnessBound'
   >;
 }

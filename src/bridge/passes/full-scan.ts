@@ -40,7 +40,12 @@ export async function openFullScan(
   const kind = ckpt.sweep?.kind ?? (ckpt.initialDone ? 'sweep' : 'initial');
   // A sweep's creations and status changes older than what polls covered were missed by them (visible too late).
   const lateBefore = kind === 'sweep' ? () => ctx.polls.missedBefore(ctx.clock()) : undefined;
-  const run = pipeline.open(kind, epoch, { lateBefore });
+  // Its lateness teaches the polls' lookback as theirs does (when it showed is unknown: at most this late).
+  const onLate = (latenessMs: number) => {
+    ctx.metrics.setLatenessSeen('sweep', latenessMs);
+    ctx.polls.lookback.observe(latenessMs, ctx.clock());
+  };
+  const run = pipeline.open(kind, epoch, { lateBefore, onLate });
   const scan = await startOrResume(ctx, pipeline, run, ckpt);
   const fromStart = scan.cursor === null && scan.seen === 0;
   const digestOf = await unreadableDigester(pipeline);

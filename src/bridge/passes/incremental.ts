@@ -1,12 +1,13 @@
-import { dataWatermark, latenessOf } from '../../core/lookback.js';
+import { latenessOf } from '../../core/lookback.js';
 import type { PagePipeline, PassSummary, PipelineRun } from '../pipeline.js';
 import type { ReviewSource } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
 
 // An incremental poll: every review changed since the watermark less the polls' lookback, through the pipeline.
 // The watermark moves only when the whole poll is committed, to the largest updated_date read: the data's own clock,
-// never the bridge's nor the upstream's Date header (those two may differ from it by minutes; the header only caps
-// a record stamped far ahead, see dataWatermark). The lookback is learned from changes that become visible late
+// never the bridge's nor the upstream's Date header (those two may differ from it by minutes), but never past the
+// upstream's present (src/core/upstream-present.ts): a record stamped ahead is read again by each poll until time
+// reaches it, and hides nothing else. The lookback is learned from changes that become visible late
 // (src/core/lookback.ts); a change made while the poll paged, behind its position in an unknown sort order, is
 // covered by the next poll starting earlier by this poll's paging time (poll-state.ts). Polls also run during the
 // initial load (from the watermark its first page set); the reviews they find first are created as the initial
@@ -21,13 +22,15 @@ export async function runIncrementalPoll(
   signal: AbortSignal,
 ): Promise<PassSummary> {
   const startedAt = ctx.clock();
-  // The upstream's time at the start of the poll (its Date headers): it caps the new watermark (null: no cap).
-  const upstreamAt = source.upstreamNow?.() ?? null;
+  // The upstream's time at the start of the poll (its Date headers; null: none seen).
+  const headerAt = source.upstreamNow?.() ?? null;
   // A sweep page still in flight commits first (its failure stays the sweep's), so the checkpoint read is current.
   await pipeline.settle();
   const ckpt = await pipeline.deps.snapshot.checkpoint(true);
   if (ckpt.watermark === null) throw new Error('incremental poll before the initial load set a watermark');
-  const covered = ckpt.watermark;
+  // A watermark committed past the upstream's present (by an earlier version, or restored with its checkpoint) is
+  // read from the present: the committed one only grows, but polls do not trust it.
+  const covered = Math.min(ckpt.watermark, ctx.polls.presentCap(startedAt, headerAt));
   // During the initial load a poll meets reviews the load has not reached yet: not late, only not loaded.
   const learns = ckpt.initialDone;
   // Taken before this poll replaces the last one's paging time (poll-state.ts).
@@ -37,10 +40,16 @@ export async function runIncrementalPoll(
     lateBefore: learns ? () => lateBefore : undefined,
   });
   try {
-    const { summary, watermark } = await poll(ctx, run, source, covered, upstreamAt, signal);
+    const { summary, watermark } = await poll(ctx, run, source, covered, headerAt, signal);
     const now = ctx.clock();
-    if (learns) ctx.polls.lookback.observe(latenessOf(lateBefore, [summary.oldestChange ?? Infinity]), now);
-    ctx.metrics.setPollLookback(ctx.polls.lookback.current(now));
+    if (learns) {
+      const lateness = latenessOf(lateBefore, [summary.oldestChange ?? Infinity]);
+      ctx.polls.lookback.observe(lateness, now);
+      if (lateness > 0) ctx.metrics.setLatenessSeen('poll', lateness);
+    }
+    if (summary.newestChange != null) ctx.polls.present.observe(summary.newestChange, startedAt);
+    ctx.polls.read(summary.reviews, watermark - ctx.polls.since(covered, startedAt));
+    ctx.metrics.setPollLookback(ctx.polls.lookbackMs(now));
     ctx.metrics.pollRead(summary.reviews, summary.changes ?? 0);
     const overran = ctx.polls.committed(watermark, startedAt, now);
     noteOverrun(ctx, pipeline, overran, now - startedAt);
@@ -58,18 +67,19 @@ async function poll(
   run: PipelineRun,
   source: ReviewSource,
   covered: number,
-  upstreamAt: number | null,
+  headerAt: number | null,
   signal: AbortSignal,
 ): Promise<{ summary: PassSummary; watermark: number }> {
   let maxSeen = covered;
+  let pageHeaderAt = headerAt;
   const since = ctx.polls.since(covered, ctx.clock());
   for await (const page of source.pages({ updatedSince: since, kind: 'incremental', signal })) {
-    upstreamAt ??= page.upstreamAt ?? null;
+    if (page.upstreamAt != null) pageHeaderAt = page.upstreamAt + (ctx.clock() - page.fetchedAt);
     for (const r of page.reviews) maxSeen = Math.max(maxSeen, r.updated_date);
     await run.submit(page);
   }
   const now = ctx.clock();
-  const watermark = Math.max(covered, dataWatermark(maxSeen, upstreamAt, ctx.overlapMs));
+  const watermark = Math.max(covered, ctx.polls.watermarkOf(maxSeen, now, source.upstreamNow?.() ?? pageHeaderAt));
   await run.commit({ watermark, lastIncrementalAt: now });
   ctx.metrics.setWatermark(watermark);
   ctx.metrics.incrementalPollCompleted(new Date(now));
@@ -85,7 +95,7 @@ function noteOverrun(ctx: PassContext, pipeline: PagePipeline, overran: boolean,
   const intervalMs = ctx.polls.settings.intervalMs;
   if (overran) {
     logger.warn(
-      { durationMs, intervalMs, lookbackMs: ctx.polls.lookback.current(ctx.clock()) },
+      { durationMs, intervalMs, lookbackMs: ctx.polls.lookbackMs(ctx.clock()) },
       'polls take longer than POLL_INTERVAL_MS: changes wait longer (see reviews_bridge_poll_reads_per_change)',
     );
   } else logger.info({ durationMs, intervalMs }, 'polls fit their interval again');

@@ -8,6 +8,7 @@ import { PollState } from './poll-state.js';
 import type { DeletionDeps, DeletionSink, DeletionSnapshot } from './deletions.js';
 import { openFullScan, type LongPassRun } from './full-scan.js';
 import { runIncrementalPoll } from './incremental.js';
+import { openTrailingRead, type TrailingRun } from './trailing.js';
 import { openResync, type ResyncProgressSink } from './resync.js';
 import type { ResyncRequest } from '../../core/resync-request.js';
 import type { CheckpointChange } from '../../core/checkpoint-change.js';
@@ -20,6 +21,7 @@ import { evictionBackoffMs, evictionMessage, type EvictionSeen, type SnapshotHol
 import type { RestoreOutcome } from '../restore.js';
 
 export type { LongPassRun } from './full-scan.js';
+export type { TrailingRun } from './trailing.js';
 export type { PassContext } from './context.js';
 
 /** What the loop asks of the passes; unit tests of the loop give it a fake. */
@@ -38,6 +40,10 @@ export interface PassRunner {
   /** Takes (and clears) an operator's request for a sweep. */
   takeSweepRequest(): Promise<boolean>;
   incremental(epoch: number, signal: AbortSignal): Promise<PassSummary>;
+  /** Local time the next trailing read is due (null or absent: none are run). */
+  trailingDueAt?(): number | null;
+  /** Opens the trailing read due now (src/core/trailing.ts); null when none is. */
+  openTrailing?(epoch: number, signal: AbortSignal): Promise<TrailingRun | null>;
   openFullScan(epoch: number, signal: AbortSignal): Promise<LongPassRun>;
   /** Waits for the page in flight to be published and committed (graceful stop). */
   settle(): Promise<void>;
@@ -117,8 +123,17 @@ export interface PassesSink
 export interface PassesOptions {
   /** POLL_OVERLAP_MS: the most incremental polls look back before the watermark. */
   overlapMs: number;
-  /** How the lookback is chosen (absent: learned from 1 s, polls every second). */
-  polls?: { intervalMs: number; lookback: 'learned' | 'fixed'; lookbackFloorMs: number };
+  /**
+   * How the lookback is chosen (absent: learned from 1 s, polls every second), and the trailing reads' bound
+   * (FRESHNESS_BOUND_MS; absent: none).
+   */
+  polls?: {
+    intervalMs: number;
+    lookback: 'learned' | 'fixed';
+    lookbackFloorMs: number;
+    freshnessBoundMs?: number;
+    readsPerInterval?: number;
+  };
   metrics: PassContext['metrics'] & DeletionDeps['metrics'] & RestoreMetrics;
   /** Deletion detection at the end of complete sweeps: the guard's fraction, or null when it is off. */
   deleteMaxFraction: number | null;
@@ -178,6 +193,8 @@ export class Passes implements PassRunner {
       mode: polls.lookback,
       floorMs: Math.min(polls.lookbackFloorMs, options.overlapMs),
       ceilingMs: options.overlapMs,
+      freshnessBoundMs: polls.freshnessBoundMs ?? 0,
+      readsPerInterval: polls.readsPerInterval,
     });
     this.ctx = { overlapMs: options.overlapMs, polls: pollState, metrics: options.metrics, clock: this.pipeline.clock };
     const { deleteMaxFraction: maxFraction, metrics } = options;
@@ -190,6 +207,8 @@ export class Passes implements PassRunner {
 
   async prepare(epoch: number, signal: AbortSignal, force = false, alive?: () => void): Promise<boolean> {
     this.pipeline.reset();
+    // A new leadership: the trailing reads start afresh from the present (the sweep covers a gap in leadership).
+    this.ctx.polls.trailing.reset();
     const ports: RestorePorts = {
       changelogState: () => this.snapshot.changelogState(),
       clearForRestore: () => this.snapshot.clearForRestore(),
@@ -349,6 +368,16 @@ export class Passes implements PassRunner {
 
   incremental(epoch: number, signal: AbortSignal): Promise<PassSummary> {
     return runIncrementalPoll(this.ctx, this.pipeline, this.source, epoch, signal);
+  }
+
+  trailingDueAt(): number | null {
+    // Trailing reads count late changes against what polls covered: none before a poll has.
+    const polls = this.ctx.polls;
+    return polls.missedBefore(this.ctx.clock()) === null ? null : polls.trailing.nextDueAt();
+  }
+
+  openTrailing(epoch: number, signal: AbortSignal): Promise<TrailingRun | null> {
+    return openTrailingRead(this.ctx, this.pipeline, this.source, epoch, signal);
   }
 
   openFullScan(epoch: number, signal: AbortSignal): Promise<LongPassRun> {

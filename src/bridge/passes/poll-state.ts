@@ -1,7 +1,10 @@
 import { Lookback, type LookbackSettings } from '../../core/lookback.js';
+import { TrailingSchedule, trailingTiers } from '../../core/trailing.js';
+import { cappedWatermark, DataPresent } from '../../core/upstream-present.js';
 
 // What incremental polls keep between them in one leadership: the learned lookback (src/core/lookback.ts), how long
-// the last poll paged, and whether polls fit their interval. Kept in memory: a new leader learns the lateness again
+// the last poll paged, whether polls fit their interval, the data's present (src/core/upstream-present.ts) and the
+// trailing reads' schedule (src/core/trailing.ts). Kept in memory: a new leader learns the lateness again
 // (from the floor), and starts with a generous paging allowance since it does not know how long its predecessor's
 // last poll paged.
 
@@ -12,20 +15,55 @@ export const FIRST_POLL_ALLOWANCE_MS = 30_000;
 export interface PollSettings extends LookbackSettings {
   /** POLL_INTERVAL_MS: a poll that takes longer does not fit its interval. */
   intervalMs: number;
+  /** FRESHNESS_BOUND_MS: the widest trailing read's period (0 or absent: no trailing reads). */
+  freshnessBoundMs?: number;
+  /** Reviews the rate budget reads in one poll interval (absent: the learned lookback is not capped by it). */
+  readsPerInterval?: number;
 }
+
+/**
+ * The share of an interval's rate budget a poll's lookback may cost: a lookback learned from late changes (by
+ * trailing reads and sweeps too) must not make every poll read seconds of changes at high rates; the trailing reads
+ * keep the bound for what it leaves out.
+ */
+export const LOOKBACK_BUDGET_SHARE = 0.25;
 
 /** The polls' memory between polls. */
 export class PollState {
   readonly lookback: Lookback;
+  /** The upstream's present in its data's clock: what caps the watermark. */
+  readonly present = new DataPresent();
+  /** When the trailing reads' tiers read next. */
+  readonly trailing: TrailingSchedule;
   /** Duration (ms) of the last committed poll: a change made while it paged may sit behind its watermark. */
   private lastDurationMs: number | null = null;
   /** The watermark the last committed poll covered (null before the first). */
   private covered: number | null = null;
   /** Whether the polls have been taking longer than their interval (one log line per episode). */
   overrunning = false;
+  /** Whether the trailing reads have been missing their bound (one log line per episode). */
+  trailingBehind = false;
+  /** Reviews polls read per millisecond of updated_date they covered (smoothed), null before a poll. */
+  private density: number | null = null;
 
   constructor(readonly settings: PollSettings) {
     this.lookback = new Lookback(settings);
+    const { ceilingMs: overlapMs, freshnessBoundMs: boundMs = 0, intervalMs: pollIntervalMs } = settings;
+    this.trailing = new TrailingSchedule(trailingTiers({ overlapMs, boundMs, pollIntervalMs }));
+  }
+
+  /**
+   * The upstream's present at local time `now` plus the lookback's floor: no watermark passes it, and polls and
+   * trailing reads start from no later (a watermark committed further ahead, by an earlier version or a restore of
+   * its checkpoint, is not trusted). `headerAt`: the Date header's time then (null: none seen).
+   */
+  presentCap(now: number, headerAt: number | null): number {
+    return this.present.at(now, headerAt) + this.settings.floorMs;
+  }
+
+  /** The watermark a read that saw updated_dates up to `maxSeen` may commit (see cappedWatermark). */
+  watermarkOf(maxSeen: number, now: number, headerAt: number | null): number {
+    return cappedWatermark(maxSeen, this.present.at(now, headerAt), this.settings.floorMs);
   }
 
   /**
@@ -34,7 +72,26 @@ export class PollState {
    * that). Never earlier than the watermark less POLL_OVERLAP_MS, except for the paging time.
    */
   since(watermark: number, now: number): number {
-    return Math.max(0, watermark - this.lookback.current(now) - this.pagingAllowance());
+    return Math.max(0, watermark - this.lookbackMs(now) - this.pagingAllowance());
+  }
+
+  /**
+   * The lookback polls use (ms): the learned one, but no more than a poll reads with LOOKBACK_BUDGET_SHARE of an
+   * interval's rate budget at the density of changes polls have seen (never below the floor; POLL_LOOKBACK=fixed
+   * is not capped: the operator chose it).
+   */
+  lookbackMs(now: number): number {
+    const learned = this.lookback.current(now);
+    const { readsPerInterval, mode, floorMs } = this.settings;
+    if (mode === 'fixed' || !readsPerInterval || this.density === null || !(this.density > 0)) return learned;
+    const affordable = (LOOKBACK_BUDGET_SHARE * readsPerInterval) / this.density - this.pagingAllowance();
+    return Math.min(learned, Math.max(floorMs, Math.round(affordable)));
+  }
+
+  /** A poll read `reviews` over `windowMs` of updated_date: the density that prices the lookback. */
+  read(reviews: number, windowMs: number): void {
+    const density = reviews / Math.max(windowMs, this.settings.intervalMs);
+    this.density = this.density === null ? density : this.density + (density - this.density) * 0.3;
   }
 
   /**
@@ -52,7 +109,7 @@ export class PollState {
    * when it became visible): null before any poll.
    */
   missedBefore(now: number): number | null {
-    return this.covered === null ? null : this.covered - this.lookback.current(now) - (this.lastDurationMs ?? 0);
+    return this.covered === null ? null : this.covered - this.lookbackMs(now) - (this.lastDurationMs ?? 0);
   }
 
   /** How long the last poll paged (ms); a leadership's first poll allows a predecessor's unknown paging. */

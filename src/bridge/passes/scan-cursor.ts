@@ -1,5 +1,4 @@
 import type { Checkpoint, CheckpointUpdate } from '../../core/checkpoint.js';
-import { dataWatermark } from '../../core/lookback.js';
 import { progressOf } from '../../core/progress.js';
 import type { Page } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
@@ -62,7 +61,8 @@ export class ScanCursor {
     const checkpoint: CheckpointUpdate = { sweep: { ...scan } };
     if (!setsWatermark) return { checkpoint, commitIfUnchanged: due, watermark: null };
     const seen = Math.max(this.maxSeen ?? 0, recent ?? 0);
-    const watermark = dataWatermark(seen, page.upstreamAt ?? null, this.ctx.overlapMs);
+    // Never past the upstream's present: one record stamped ahead on the load's first page would hide every change.
+    const watermark = this.ctx.polls.watermarkOf(seen, this.ctx.clock(), page.upstreamAt ?? null);
     checkpoint.watermark = watermark;
     return { checkpoint, commitIfUnchanged: true, watermark };
   }
@@ -96,7 +96,9 @@ export class ScanCursor {
     // The initial load covers everything changed before it started; polls take over from there.
     const update: CheckpointUpdate = { sweep: null, lastSweepAt: this.ctx.clock(), initialDone: true };
     // A load that ended before a first page was committed (an empty listing): the largest updated_date read.
-    if (this.scan.kind === 'initial' && !this.watermarkSet) update.watermark = this.maxSeen ?? 0;
+    if (this.scan.kind === 'initial' && !this.watermarkSet) {
+      update.watermark = this.ctx.polls.watermarkOf(this.maxSeen ?? 0, this.ctx.clock(), null);
+    }
     return update;
   }
 

@@ -27,11 +27,17 @@ export interface RunHost {
   readonly inflight: InFlightSlot<PipelineRun>;
 }
 
-/** Creations and status changes (edits keep their updated_date) stamped before `before`. */
-function lateCount(events: readonly ReviewEvent[], before: number): number {
+/** Creations and status changes (edits keep their updated_date) stamped before `before`, and the oldest stamp. */
+function lateOf(events: readonly ReviewEvent[], before: number): { n: number; oldest: number } {
   let n = 0;
-  for (const e of events) if (e.type !== 'review.updated' && e.data.review.updated_date < before) n += 1;
-  return n;
+  let oldest = Infinity;
+  for (const e of events) {
+    const date = e.data.review.updated_date;
+    if (e.type === 'review.updated' || !(date < before)) continue;
+    n += 1;
+    oldest = Math.min(oldest, date);
+  }
+  return { n, oldest };
 }
 
 /** One pass's use of the pipeline: pages in order, then a final checkpoint commit. */
@@ -47,6 +53,8 @@ export class PipelineRun {
     private readonly createdAsInitial = false,
     /** Changes older than this updated_date are late: polls had covered that time (absent: not counted). */
     private readonly lateBefore?: () => number | null,
+    /** Who finds late changes, and who learns their lateness (see RunOptions). */
+    private readonly late: { foundBy?: string; onLate?: (latenessMs: number) => void } = {},
   ) {
     this.trace = new RunTrace(host.tracer, type, epoch, host.clock);
   }
@@ -190,6 +198,9 @@ export class PipelineRun {
     const { metrics } = this.host.deps;
     recordPage(metrics, this.summary, this.type, this.host.clock(), { page, events, deadLetters });
     const before = events.length > 0 ? (this.lateBefore?.() ?? null) : null;
-    if (before !== null) metrics.lateChanges(this.type === 'incremental' ? 'poll' : 'sweep', lateCount(events, before));
+    if (before === null) return;
+    const { n, oldest } = lateOf(events, before);
+    metrics.lateChanges(this.late.foundBy ?? (this.type === 'incremental' ? 'poll' : 'sweep'), n);
+    if (n > 0) this.late.onLate?.(before - oldest);
   }
 }

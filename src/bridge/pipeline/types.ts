@@ -111,6 +111,8 @@ export interface PassSummary {
   changes?: number;
   /** The oldest updated_date of a creation or status change committed (how late a change became visible). */
   oldestChange?: number | null;
+  /** The newest updated_date of a creation or status change committed (the data's clock, src/core/upstream-present.ts). */
+  newestChange?: number | null;
 }
 
 /** How a page is committed. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Passes } from '../../../src/bridge/passes/index.js';
+import { PollState } from '../../../src/bridge/passes/poll-state.js';
 import type { Page } from '../../../src/upstream/types.js';
 import { FakeSink, FakeSnapshot, FakeSource, page, review, silentLogger, testMetrics } from '../../helpers/fakes.js';
 
@@ -9,7 +10,10 @@ import { FakeSink, FakeSnapshot, FakeSource, page, review, silentLogger, testMet
 const T = 1_800_000_000_000;
 const signal = new AbortController().signal;
 
-/** A source whose pages carry the upstream's time (its Date header) `skewMs` away from the data's clock. */
+/**
+ * A source whose pages carry the upstream's time (its Date header) `skewMs` away from the data's clock; a test whose
+ * changes are stamped ahead of the fake clock sets it past them (no watermark passes the upstream's present).
+ */
 class ClockedSource extends FakeSource {
   /** Runs as each page is served (a test moves its clock: the poll pages that long). */
   onPage: () => void = () => undefined;
@@ -43,7 +47,7 @@ class ClockedSource extends FakeSource {
   }
 }
 
-function setup(source: FakeSource, overlapMs = 300_000) {
+function setup(source: FakeSource, overlapMs = 300_000, freshnessBoundMs = 0) {
   const log: string[] = [];
   const snapshot = new FakeSnapshot(log);
   const sink = new FakeSink(log);
@@ -62,7 +66,7 @@ function setup(source: FakeSource, overlapMs = 300_000) {
     source,
     {
       overlapMs,
-      polls: { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000 },
+      polls: { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000, freshnessBoundMs },
       metrics,
       deleteMaxFraction: null,
       account: 'test',
@@ -94,13 +98,13 @@ describe('polls on the data clock', () => {
     expect((await snapshot.checkpoint()).watermark).toBe(dataNow + 1);
   });
 
-  it('a header 5 minutes behind the data caps a watermark only at header + POLL_OVERLAP_MS, never raises it', async () => {
+  it('a header 5 minutes behind the data caps the watermark at its time + the lookback floor, never raises it', async () => {
     const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T - 300_000)], T - 300_000);
     const { passes, snapshot } = setup(source, 10_000);
     await passes.fullScan(1, signal);
-    // The data runs 5 minutes ahead; with a 10 s ceiling the watermark stays 10 s past the header: read again,
-    // never lost.
-    expect((await snapshot.checkpoint()).watermark).toBe(T - 290_000);
+    // The data runs 5 minutes ahead and no poll has learned its clock yet: the watermark stays the floor (1 s) past
+    // the header: read again, never lost.
+    expect((await snapshot.checkpoint()).watermark).toBe(T - 299_000);
   });
 
   it('the initial load finds a recent change when its first page is old, so polls do not read the account again', async () => {
@@ -117,7 +121,7 @@ describe('polls on the data clock', () => {
   });
 
   it('polls start the learned lookback and their paging time before the watermark, and learn from a late change', async () => {
-    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
     const { passes, snapshot, metric, advance } = setup(source);
     await passes.fullScan(1, signal);
     source.requests.length = 0;
@@ -146,7 +150,7 @@ describe('polls on the data clock', () => {
   });
 
   it('a change made while the last poll paged is not late: it neither counts nor grows the lookback', async () => {
-    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
     const { passes, metric, advance } = setup(source);
     await passes.fullScan(1, signal);
     // Polls that page for 800 ms; the first commits watermark T + 2000.
@@ -168,7 +172,7 @@ describe('polls on the data clock', () => {
   it('a sweep counts the changes polls missed (older than what they covered), not the ones they had not reached yet', async () => {
     const source = new ClockedSource(
       [at(page([review(1, { updated_date: T }), review(2, { updated_date: T })]), T)],
-      T,
+      T + 120_000,
     );
     const { passes, metric } = setup(source);
     await passes.fullScan(1, signal);
@@ -196,5 +200,107 @@ describe('polls on the data clock', () => {
     await passes.incremental(1, signal);
     // Three read, two new (review 1 was read again unchanged).
     expect(await metric('poll_reads_per_change')).toBe(1.5);
+  });
+
+  it('one record stamped 4 minutes ahead of the upstream hides no later change: it is read again until time reaches it', async () => {
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const { passes, snapshot, sink, advance } = setup(source);
+    await passes.fullScan(1, signal);
+    source.pagesToServe = [page([review(2, { updated_date: T + 240_000 })])];
+    await passes.incremental(1, signal);
+    // The watermark stays at the upstream's present (its Date header) plus the lookback floor.
+    expect((await snapshot.checkpoint()).watermark).toBe(T + 1_000);
+    for (let i = 3; i < 8; i++) {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      source.pagesToServe = [
+        page([review(2, { updated_date: T + 240_000 }), review(i, { updated_date: source.upstreamTime - 100 })]),
+      ];
+      await passes.incremental(1, signal);
+      expect(sink.events.map((e) => e.subject)).toContain(String(i));
+      expect((await snapshot.checkpoint()).watermark).toBeLessThanOrEqual(source.upstreamTime + 1_000);
+    }
+  });
+
+  it('a watermark restored from ahead of the present (an earlier version committed it) is read from the present', async () => {
+    const source = new ClockedSource(
+      [{ ...page([review(1, { updated_date: T + 23 * 3_600_000 })]), upstreamAt: null }],
+      T,
+    );
+    const { passes, snapshot, sink } = setup(source);
+    // No Date header on the load's page: the cap is the upstream's time as the source knows it (T).
+    await passes.fullScan(1, signal);
+    expect((await snapshot.checkpoint()).watermark).toBe(T + 1_000);
+    // As a checkpoint an earlier version committed (restored from the changelog): 23 hours ahead.
+    snapshot.ckpt.watermark = T + 23 * 3_600_000;
+    source.requests.length = 0;
+    source.pagesToServe = [page([review(2, { updated_date: T + 500 })])];
+    await passes.incremental(1, signal);
+    expect(source.requests[0]!.updatedSince).toBeLessThanOrEqual(T);
+    expect(sink.events.map((e) => e.subject)).toContain('2');
+  });
+
+  it('a trailing read finds a change shown beyond the lookback, counts it by tier, and the lookback learns it', async () => {
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const { passes, sink, metric, advance } = setup(source, 300_000, 30_000);
+    await passes.fullScan(1, signal);
+    source.pagesToServe = [];
+    await passes.incremental(1, signal);
+    const tiersRead: number[] = [];
+    // As the leader's loop does between polls: the read due, if any, a page per step.
+    const trail = async () => {
+      if ((passes.trailingDueAt() ?? Infinity) > T + 1e9) return;
+      const read = await passes.openTrailing(1, signal);
+      if (!read) return;
+      tiersRead.push(read.tier);
+      while (await read.step());
+    };
+    await trail();
+    // The first read is the widest tier's, which serves the narrower ones.
+    expect(tiersRead).toEqual([3]);
+    // Polls with an on-time change each second; at 15 s a change stamped 15 s back shows: polls (lookback 1 s) pass
+    // it by; a trailing read finds it.
+    const late = review(9, { updated_date: T + 1_000, client_publication_status: 'APPROVED' });
+    let foundAt: number | null = null;
+    for (let i = 1; i <= 25; i++) {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      const onTime = review(100 + i, { updated_date: source.upstreamTime - 100 });
+      source.pagesToServe = [page(i < 16 ? [onTime] : [onTime, late])];
+      await passes.incremental(1, signal);
+      const polled = sink.events.some((e) => e.subject === '9');
+      await trail();
+      if (foundAt === null && !polled && sink.events.some((e) => e.subject === '9')) foundAt = i;
+    }
+    // Found within tier 2's period (18.75 s) of showing (at 16 s): tier 2 came due before tier 1's next read.
+    expect(tiersRead).toEqual([3, 1, 1, 1, 2, 1]);
+    expect(foundAt).toBe(19);
+    expect(await metric('late_changes_total', 'found_by="trailing_2"')).toBe(1);
+    expect((await metric('late_changes_total', 'found_by="poll"')) ?? 0).toBe(0);
+    expect(await metric('trailing_bound_seconds', 'tier="2"')).toBe(19);
+    // It showed after tier 1's read at 15 s (whose window held its stamp) began, when polls covered 13.9 s past
+    // its stamp: at least that late. The lookback learns it (twice), so polls now read such changes themselves.
+    expect(await metric('lateness_seen_seconds', 'found_by="trailing_2"')).toBe(12.9);
+    expect(await metric('poll_lookback_seconds')).toBe(25.8);
+  });
+});
+
+describe('the lookback priced by the rate budget', () => {
+  it('a lookback learned from late changes costs polls at most a quarter of an interval of budget; fixed is not capped', () => {
+    const settings = { intervalMs: 1_000, floorMs: 1_000, ceilingMs: 300_000, readsPerInterval: 1_000 };
+    const learned = new PollState({ ...settings, mode: 'learned' });
+    learned.lookback.observe(20_000, 0);
+    learned.committed(T, 0, 0);
+    expect(learned.lookbackMs(0)).toBe(40_000);
+    // 20 changes/s: 250 reviews a poll buy 12.5 s.
+    learned.read(400, 20_000);
+    expect(learned.lookbackMs(0)).toBe(12_500);
+    // 300 changes/s (smoothed towards it): down to the floor, never below.
+    for (let i = 0; i < 20; i++) learned.read(6_000, 20_000);
+    expect(learned.lookbackMs(0)).toBe(1_000);
+    expect(learned.since(T, 0)).toBe(T - 1_000);
+    const fixed = new PollState({ ...settings, mode: 'fixed' });
+    fixed.read(6_000, 20_000);
+    expect(fixed.lookbackMs(0)).toBe(300_000);
   });
 });

@@ -66,7 +66,14 @@ describe('loadConfig', () => {
     expect(c.upstream.rateLimitRps).toBe(9.6);
     expect(c.upstream.rateLimitBurst).toBe(1.3);
     // One poll interval, whatever else runs; the deprecated POLL_MIN_INTERVAL_MS stands in only when it is unset.
-    expect(c.poll).toEqual({ intervalMs: 1_000, overlapMs: 300_000, lookback: 'learned', lookbackFloorMs: 1_000 });
+    expect(c.poll).toEqual({
+      intervalMs: 1_000,
+      overlapMs: 300_000,
+      lookback: 'learned',
+      lookbackFloorMs: 1_000,
+      freshnessBoundMs: 30_000,
+      readsPerInterval: 960,
+    });
     expect(loadConfig({ ...minimal, POLL_MIN_INTERVAL_MS: '2000' }).poll.intervalMs).toBe(2_000);
     expect(loadConfig({ ...minimal, POLL_INTERVAL_MS: '500', POLL_MIN_INTERVAL_MS: '2000' }).poll.intervalMs).toBe(500);
     expect(c.upstream.pageSize).toBe(100);

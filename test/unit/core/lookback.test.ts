@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LATENESS_WINDOW_MS, Lookback, dataWatermark, latenessOf } from '../../../src/core/lookback.js';
+import { LATENESS_WINDOW_MS, Lookback, latenessOf } from '../../../src/core/lookback.js';
 
 const settings = { floorMs: 1_000, ceilingMs: 300_000, mode: 'learned' as const };
 
@@ -59,22 +59,5 @@ describe('latenessOf', () => {
     expect(latenessOf(10_000, [12_000, 9_500, 9_800])).toBe(500);
     expect(latenessOf(10_000, [10_000, 11_000])).toBe(0);
     expect(latenessOf(10_000, [])).toBe(0);
-  });
-});
-
-describe('dataWatermark', () => {
-  it("is the data's largest updated_date whatever the upstream's Date header says behind it", () => {
-    // The data's clock 5 minutes behind the header: the header never carries the watermark past the data.
-    expect(dataWatermark(1_000_000, 1_300_000, 300_000)).toBe(1_000_000);
-    expect(dataWatermark(1_000_000, null, 300_000)).toBe(1_000_000);
-  });
-
-  it('caps a record stamped far ahead of the upstream time, never raises the watermark', () => {
-    expect(dataWatermark(90_000_000, 1_000_000, 300_000)).toBe(1_300_000);
-    fc.assert(
-      fc.property(fc.nat(), fc.option(fc.nat(), { nil: null }), fc.nat(), (max, at, ahead) => {
-        expect(dataWatermark(max, at, ahead)).toBeLessThanOrEqual(max);
-      }),
-    );
   });
 });

@@ -68,7 +68,22 @@ describe('ReviewStore', () => {
     // Never at or before the review's own previous stamp, and later stamps keep following the clock.
     expect(store.setStatus(3, { client: 'REJECTED' }, 120_000).updated_date).toBe(recent + 1);
     expect(store.setStatus(5, { client: 'REJECTED' }).updated_date).toBe(clock.now());
-    expect(() => store.setStatus(5, { client: 'APPROVED' }, -1)).toThrow(StoreError);
+    expect(() => store.setStatus(5, { client: 'APPROVED' }, NaN)).toThrow(StoreError);
+  });
+
+  it('stamps a change ahead of the clock (a fast writer) without moving the stamps of the changes after it', () => {
+    const clock = manualClock();
+    const store = new ReviewStore(1, 10, clock.now);
+    clock.advance(60_000);
+    const ahead = store.setStatus(2, { client: 'APPROVED' }, -240_000).updated_date as number;
+    expect(ahead).toBe(clock.now() + 240_000);
+    clock.advance(1_000);
+    const next = store.setStatus(3, { client: 'APPROVED' }).updated_date as number;
+    expect(next).toBe(clock.now());
+    // A listing from just before the next change finds both, in stamp order of the log; one after the next only the
+    // one ahead.
+    expect(drain(store, { limit: 5, minUpdated: next })).toEqual([2, 3]);
+    expect(drain(store, { limit: 5, minUpdated: next + 1 })).toEqual([2]);
   });
 
   it('keeps updated_date on edits and refuses managed fields', () => {

@@ -1,0 +1,105 @@
+import type { TrailingRead } from '../../core/trailing.js';
+import type { PagePipeline } from '../pipeline.js';
+import type { Page, ReviewSource } from '../../upstream/types.js';
+import type { PassContext } from './context.js';
+
+// A trailing read (src/core/trailing.ts): an incremental read of a tier's window behind the polls, a page per step
+// so that polls cut in between, its requests behind the polls' at the rate limiter. It moves no watermark: what it
+// finds older than the polls covered is a late change, counted as found by its tier (trailing_<n>), and its
+// lateness teaches the polls' lookback as a poll's does.
+
+/** A trailing read in progress: the loop steps it a page at a time between polls. */
+export interface TrailingRun {
+  /** The tier it reads for (1: the narrowest). */
+  readonly tier: number;
+  /** Processes the next page; resolves false once the read is complete and committed. */
+  step(): Promise<boolean>;
+  /** Abandons the read (it runs again when next due). */
+  close(): Promise<void>;
+}
+
+/** Opens the trailing read that is due now, or resolves null when none is (or polls have no watermark yet). */
+export async function openTrailingRead(
+  ctx: PassContext,
+  pipeline: PagePipeline,
+  source: ReviewSource,
+  epoch: number,
+  signal: AbortSignal,
+): Promise<TrailingRun | null> {
+  const { polls } = ctx;
+  const startedAt = ctx.clock();
+  const present = polls.present.at(startedAt, source.upstreamNow?.() ?? null);
+  const read = polls.trailing.due(startedAt, present);
+  if (read === null) return null;
+  const missedBefore = polls.missedBefore(startedAt);
+  if (missedBefore === null) return null;
+  const foundBy = `trailing_${read.tier.index}`;
+  const run = pipeline.open('incremental', epoch, {
+    lateBefore: () => missedBefore,
+    foundBy,
+    onLate: (latenessMs) => {
+      // When it showed is unknown: after the last read whose window held it (which did not find it), at the earliest.
+      const lateness = polls.trailing.latenessAtLeast(missedBefore - latenessMs);
+      ctx.metrics.setLatenessSeen(foundBy, lateness);
+      polls.lookback.observe(lateness, ctx.clock());
+    },
+  });
+  const listing = source.pages({ updatedSince: read.since, kind: 'sweep', signal });
+  const pages: AsyncIterator<Page> = listing[Symbol.asyncIterator]();
+  return {
+    tier: read.tier.index,
+    step: async () => {
+      try {
+        const next = await pages.next();
+        if (!next.done) {
+          await run.submit(next.value);
+          return true;
+        }
+        await run.settle();
+        finished(ctx, pipeline, read, { startedAt, present, missedBefore });
+        run.end('ok');
+        return false;
+      } catch (err) {
+        run.end(signal.aborted ? 'aborted' : 'error', err);
+        throw err;
+      }
+    },
+    close: async () => {
+      run.end('abandoned');
+      await pages.return?.();
+    },
+  };
+}
+
+/**
+ * A read committed: the schedule moves on, the metrics show the window it read and the bound each tier kept, and a
+ * bound the budget could not keep (the widest tier's read came later than FRESHNESS_BOUND_MS) is said once.
+ */
+function finished(
+  ctx: PassContext,
+  pipeline: PagePipeline,
+  read: TrailingRead,
+  start: { startedAt: number; present: number; missedBefore: number },
+): void {
+  const { trailing } = ctx.polls;
+  const now = ctx.clock();
+  const { startedAt, present, missedBefore } = start;
+  trailing.completed(read, startedAt, present, now, missedBefore);
+  for (const { tier, keptMs } of trailing.kept()) {
+    ctx.metrics.trailingRead(tier.index, tier === read.tier ? present - read.since : null, keptMs);
+  }
+  const holding = trailing.holding(now);
+  ctx.metrics.setFreshnessBound(holding);
+  const widest = trailing.tiers.at(-1);
+  if (holding === null || !widest) return;
+  const behind = holding > 2 * widest.periodMs;
+  if (behind === ctx.polls.trailingBehind) return;
+  ctx.polls.trailingBehind = behind;
+  const { logger } = pipeline.deps;
+  if (behind) {
+    logger.warn(
+      { boundMs: holding, freshnessBoundMs: widest.periodMs },
+      'the rate budget does not carry the trailing reads: a late change waits up to boundMs (reviews_bridge_freshness_bound_seconds)',
+    );
+  } else logger.info({ boundMs: holding }, 'trailing reads keep their bound again');
+}

@@ -1,0 +1,168 @@
+// Trailing reads: incremental reads of wider windows behind the polls, at longer periods, so that a change that
+// becomes visible late (its updated_date older than what polls had covered when it showed) is delivered within a
+// bound after it shows, without waiting for a sweep. A read of a window W every T seconds reads each change W / T
+// times, so the tiers cover lateness in steps of TIER_RATIO: the widest covers POLL_OVERLAP_MS at the bound
+// (FRESHNESS_BOUND_MS), each narrower one a TIER_RATIO-th of the one above at a TIER_RATIO-th of its coverage (a
+// change is read 1 + TIER_RATIO times by each of them), so reads per change grow with the logarithm of the lateness
+// covered, and a change a little late is delivered sooner than the bound.
+//
+// Each read starts where the same tier's previous read began, less the lateness it covers, whenever it runs: a
+// read held back (the budget went to polls and sweeps) reads a longer window and the bound stretches to the time
+// between the two reads plus the read's own, which is measured and reported (never dropped). A read also serves
+// every narrower tier whose own window it covered.
+
+/** Each tier covers this many times less lateness than the one above, at this many times its coverage per period. */
+export const TIER_RATIO = 4;
+/** A tier read more often than this many poll intervals is left to the polls' learned lookback. */
+export const MIN_PERIOD_POLLS = 4;
+
+/** What the tiers derive from. */
+export interface TrailingSettings {
+  /** POLL_OVERLAP_MS: the widest tier covers changes this late. */
+  overlapMs: number;
+  /** FRESHNESS_BOUND_MS: the widest tier's period (0: no trailing reads). */
+  boundMs: number;
+  /** POLL_INTERVAL_MS. */
+  pollIntervalMs: number;
+}
+
+/** One tier of trailing reads. */
+export interface Tier {
+  /** 1 for the narrowest; metric labels say `trailing_<index>`. */
+  index: number;
+  /** The most lateness (ms) a change may have and be found by this tier. */
+  coverMs: number;
+  /** How often (ms) it reads, when the budget allows. */
+  periodMs: number;
+}
+
+/** The tiers of the settings, narrowest first (none when the bound is 0 or there is nothing to cover). */
+export function trailingTiers(s: TrailingSettings): Tier[] {
+  if (!(s.boundMs > 0) || !(s.overlapMs > 0)) return [];
+  const wideFirst: Array<{ coverMs: number; periodMs: number }> = [{ coverMs: s.overlapMs, periodMs: s.boundMs }];
+  for (;;) {
+    const coverMs = wideFirst.at(-1)!.coverMs / TIER_RATIO;
+    const periodMs = Math.min(s.boundMs, coverMs / TIER_RATIO);
+    if (periodMs < MIN_PERIOD_POLLS * s.pollIntervalMs) break;
+    wideFirst.push({ coverMs: Math.round(coverMs), periodMs: Math.round(periodMs) });
+  }
+  return wideFirst.reverse().map((t, i) => ({ index: i + 1, ...t }));
+}
+
+/** Where a tier's reads stand. */
+interface TierState {
+  tier: Tier;
+  /** The upstream's present (data clock) when the last read serving this tier began; null before any. */
+  startedPresent: number | null;
+  /** Local time that read began (ms); the next is due a period later. */
+  startedAt: number | null;
+  /** The bound (ms) the last read kept: time since the read before it began, plus its own duration. */
+  keptMs: number | null;
+  /** The last read of this tier itself: where it read from, and what polls had covered when it began. */
+  last: { since: number; covered: number } | null;
+}
+
+/** A trailing read about to run: its tier and the updated_date it reads from. */
+export interface TrailingRead {
+  tier: Tier;
+  since: number;
+}
+
+/** When each tier reads next, and what it read last. */
+export class TrailingSchedule {
+  private readonly states: TierState[];
+
+  constructor(readonly tiers: readonly Tier[]) {
+    this.states = tiers.map((tier) => ({ tier, startedPresent: null, startedAt: null, keptMs: null, last: null }));
+  }
+
+  /** Local time (ms) the next read is due, or null without tiers. */
+  nextDueAt(): number | null {
+    let at: number | null = null;
+    for (const s of this.states) at = at === null ? this.dueAt(s) : Math.min(at, this.dueAt(s));
+    return at;
+  }
+
+  /**
+   * The read due at local time `now` (the most overdue tier; the widest of equals, which serves the others), or
+   * null: `present` is the upstream's present then, from which a tier's first read reaches back.
+   */
+  due(now: number, present: number): TrailingRead | null {
+    let best: TierState | null = null;
+    for (const s of this.states) {
+      if (this.dueAt(s) > now) continue;
+      if (best === null || this.dueAt(s) <= this.dueAt(best)) best = s;
+    }
+    return best === null ? null : { tier: best.tier, since: this.since(best, present) };
+  }
+
+  /**
+   * A read from `since` that began at local time `startedAt` (upstream present `startedPresent`; polls had covered
+   * `covered`) committed at `finishedAt`: it served its tier and every narrower one whose window it covered.
+   */
+  completed(
+    read: TrailingRead,
+    startedAt: number,
+    startedPresent: number,
+    finishedAt: number,
+    covered: number = startedPresent,
+  ): void {
+    const own = this.states.find((s) => s.tier === read.tier);
+    if (own) own.last = { since: read.since, covered };
+    for (const s of this.states) {
+      if (s.tier !== read.tier && (s.tier.coverMs > read.tier.coverMs || this.since(s, startedPresent) < read.since)) {
+        continue;
+      }
+      const previous = s.startedAt ?? startedAt - s.tier.periodMs;
+      s.keptMs = Math.max(0, startedAt - previous) + Math.max(0, finishedAt - startedAt);
+      s.startedAt = startedAt;
+      s.startedPresent = startedPresent;
+    }
+  }
+
+  /** The bound (ms) each tier's last read kept, narrowest first (null: none yet). */
+  kept(): Array<{ tier: Tier; keptMs: number | null }> {
+    return this.states.map((s) => ({ tier: s.tier, keptMs: s.keptMs }));
+  }
+
+  /**
+   * The bound (ms) that holds now for a change up to POLL_OVERLAP_MS late: the widest tier's last kept bound, or,
+   * when its next read is overdue, how long it has waited since its last began. Null without tiers or reads.
+   */
+  holding(now: number): number | null {
+    const widest = this.states.at(-1);
+    if (!widest || widest.startedAt === null) return null;
+    return Math.max(widest.keptMs ?? 0, now - widest.startedAt);
+  }
+
+  /**
+   * How late (ms) a change stamped `stamp` that a read found showed, at least: the last read whose window held its
+   * stamp did not find it, so it showed after that read began, when polls had covered more than its stamp. 0 when no
+   * read tells.
+   */
+  latenessAtLeast(stamp: number): number {
+    let covered = -Infinity;
+    for (const s of this.states) if (s.last && s.last.since <= stamp) covered = Math.max(covered, s.last.covered);
+    return Math.max(0, covered - stamp);
+  }
+
+  /** Forgets every read (a new leadership: what the last one delivered is not known here). */
+  reset(): void {
+    for (const s of this.states) {
+      s.startedAt = null;
+      s.startedPresent = null;
+      s.keptMs = null;
+      s.last = null;
+    }
+  }
+
+  private dueAt(s: TierState): number {
+    return s.startedAt === null ? -Infinity : s.startedAt + s.tier.periodMs;
+  }
+
+  /** Where the tier's next read starts: where its last began less its coverage (first: a period further back). */
+  private since(s: TierState, present: number): number {
+    const from = s.startedPresent ?? present - s.tier.periodMs;
+    return Math.max(0, from - s.tier.coverMs);
+  }
+}

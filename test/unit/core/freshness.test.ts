@@ -1,0 +1,150 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { MIN_PERIOD_POLLS, TIER_RATIO, TrailingSchedule, trailingTiers } from '../../../src/core/trailing.js';
+import { cappedWatermark, DataPresent, PRESENT_MIN_SAMPLES } from '../../../src/core/upstream-present.js';
+
+// The two halves of freshness whatever the data's clock does: the watermark never passes the upstream's present,
+// and trailing reads in tiers bound the delay of a change that shows late.
+
+const DEFAULTS = { overlapMs: 300_000, boundMs: 30_000, pollIntervalMs: 1_000 };
+
+describe('cappedWatermark and DataPresent', () => {
+  it("a record stamped 4 minutes or 23 hours ahead moves the watermark no further than the present's slack", () => {
+    const present = 1_000_000;
+    expect(cappedWatermark(present + 240_000, present, 1_000)).toBe(present + 1_000);
+    expect(cappedWatermark(present + 23 * 3_600_000, present, 1_000)).toBe(present + 1_000);
+    expect(cappedWatermark(present - 5, present, 1_000)).toBe(present - 5);
+    fc.assert(
+      fc.property(fc.nat(), fc.nat(), fc.nat({ max: 10_000 }), (max, now, slack) => {
+        const w = cappedWatermark(max, now, slack);
+        expect(w).toBeLessThanOrEqual(max);
+        expect(w).toBeLessThanOrEqual(now + slack);
+      }),
+    );
+  });
+
+  it('is the Date header (else local time) until enough polls found changes, then the median data offset', () => {
+    const p = new DataPresent();
+    expect(p.at(10_000, null)).toBe(10_000);
+    expect(p.at(10_000, 70_000)).toBe(70_000);
+    // The data runs 5 minutes ahead of local time (and of the header); one poll's newest change is 4 minutes further.
+    for (let i = 0; i < PRESENT_MIN_SAMPLES - 1; i++) p.observe(i * 1_000 + 300_000 - 200, i * 1_000);
+    expect(p.offset()).toBeNull();
+    p.observe(240_000 + 300_000 + 5_000, 5_000);
+    expect(p.offset()).toBe(299_800);
+    expect(p.at(10_000, 70_000)).toBe(309_800);
+  });
+
+  it('no single poll moves the learned present, whatever it found', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: -1_000, max: 0 }), { minLength: 14, maxLength: 14 }),
+        fc.integer(),
+        (o, x) => {
+          const p = new DataPresent();
+          o.forEach((offset, i) => p.observe(i + offset, i));
+          const before = p.offset()!;
+          p.observe(x, 0);
+          // One outlier among 15 shifts the median by at most one rank among the others.
+          expect(p.offset()!).toBeGreaterThanOrEqual(-1_000);
+          expect(p.offset()!).toBeLessThanOrEqual(Math.max(0, before + 1_000));
+        },
+      ),
+    );
+  });
+});
+
+describe('trailingTiers', () => {
+  it('at defaults: the widest covers POLL_OVERLAP_MS at the bound, each narrower a quarter at a quarter', () => {
+    expect(trailingTiers(DEFAULTS)).toEqual([
+      { index: 1, coverMs: 18_750, periodMs: 4_688 },
+      { index: 2, coverMs: 75_000, periodMs: 18_750 },
+      { index: 3, coverMs: 300_000, periodMs: 30_000 },
+    ]);
+  });
+
+  it('none without a bound or an overlap', () => {
+    expect(trailingTiers({ ...DEFAULTS, boundMs: 0 })).toEqual([]);
+    expect(trailingTiers({ ...DEFAULTS, overlapMs: 0 })).toEqual([]);
+  });
+
+  it('reads per change grow with the logarithm of the lateness covered; no period under MIN_PERIOD_POLLS polls', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1_000, max: 7 * 86_400_000 }),
+        fc.integer({ min: 1_000, max: 3_600_000 }),
+        fc.integer({ min: 100, max: 60_000 }),
+        (overlapMs, boundMs, pollIntervalMs) => {
+          const tiers = trailingTiers({ overlapMs, boundMs, pollIntervalMs });
+          expect(tiers.at(-1)).toEqual({ index: tiers.length, coverMs: overlapMs, periodMs: boundMs });
+          for (const t of tiers.slice(0, -1))
+            expect(t.periodMs).toBeGreaterThanOrEqual(MIN_PERIOD_POLLS * pollIntervalMs - 1);
+          const below = tiers.slice(0, -1);
+          // Below the bound, each narrower tier reads a change 1 + TIER_RATIO times (more where the bound caps its period).
+          fc.pre(boundMs * TIER_RATIO * TIER_RATIO >= overlapMs);
+          const reads = below.reduce((n, t) => n + (t.coverMs + t.periodMs) / t.periodMs, 0);
+          // Rounded to whole milliseconds: a tenth of a read per tier.
+          expect(reads).toBeLessThanOrEqual(below.length * (TIER_RATIO + 1.1));
+          expect(below.length).toBeLessThanOrEqual(Math.max(0, Math.log(overlapMs / 1_000) / Math.log(TIER_RATIO)) + 1);
+        },
+      ),
+    );
+  });
+});
+
+describe('TrailingSchedule', () => {
+  const tiers = trailingTiers(DEFAULTS);
+
+  it('a read starts where the tier last began less its coverage, so a delayed read misses nothing', () => {
+    const s = new TrailingSchedule(tiers);
+    const t0 = 1_000_000;
+    // Every tier is due at once at first; the widest goes (it serves the others).
+    const first = s.due(t0, t0)!;
+    expect(first.tier.index).toBe(3);
+    expect(first.since).toBe(t0 - 30_000 - 300_000);
+    s.completed(first, t0, t0, t0 + 2_000);
+    expect(s.due(t0 + 2_000, t0 + 2_000)).toBeNull();
+    expect(s.nextDueAt()).toBe(t0 + 4_688);
+    // Tier 1 read late (12 s after its last began, the budget went elsewhere): it reads back 12 s more, not less.
+    const late = s.due(t0 + 12_000, t0 + 12_000)!;
+    expect(late.tier.index).toBe(1);
+    expect(late.since).toBe(t0 - 18_750);
+    s.completed(late, t0 + 12_000, t0 + 12_000, t0 + 13_000);
+    // The bound it kept: from the read before it began to this one's commit.
+    expect(s.kept()[0]!.keptMs).toBe(13_000);
+  });
+
+  it('holding: the widest tier kept bound, or the wait of an overdue read', () => {
+    const s = new TrailingSchedule(tiers);
+    expect(s.holding(0)).toBeNull();
+    const r = s.due(0, 0)!;
+    s.completed(r, 0, 0, 1_000);
+    expect(s.holding(1_000)).toBe(31_000);
+    expect(s.holding(90_000)).toBe(90_000);
+  });
+
+  it("whatever the reads' timing, every change showing up to POLL_OVERLAP_MS late lies in the window of the next read of the widest tier", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 120_000 }), { minLength: 2, maxLength: 20 }),
+        fc.integer({ min: 0, max: 300_000 }),
+        (gaps, lateness) => {
+          const s = new TrailingSchedule(tiers);
+          let now = 1_000_000;
+          let previousStart: number | null = null;
+          for (const gap of gaps) {
+            now += gap;
+            const read = s.due(now, now);
+            if (read === null) continue;
+            if (read.tier.index === 3 && previousStart !== null) {
+              // A change that showed just after the previous read began, `lateness` late, is read now.
+              expect(previousStart - lateness).toBeGreaterThanOrEqual(read.since);
+            }
+            if (read.tier.index === 3) previousStart = now;
+            s.completed(read, now, now, now + 500);
+          }
+        },
+      ),
+    );
+  });
+});
