@@ -1,4 +1,5 @@
-import { hash, randomBytes } from 'node:crypto';
+import { hash } from 'node:crypto';
+import { systemRandom, type RandomSource } from '../core/random.js';
 import { FingerprintKey, type FingerprintKeyCopy, type FingerprintKeySource } from '../core/fingerprint-key.js';
 import { readSecretSync } from '../config/secrets.js';
 import type { BridgeRedis } from './connection.js';
@@ -52,6 +53,7 @@ export function fingerprintKeySource(
   prefix: string,
   file: string | null,
   copy: FingerprintKeyCopy | null = null,
+  random: RandomSource = systemRandom,
 ): FingerprintKeySource {
   let byName = shared.get(redis);
   if (!byName) shared.set(redis, (byName = new Map()));
@@ -61,7 +63,7 @@ export function fingerprintKeySource(
     state = { key: null, secret: null, confirmed: new Set(), wrote: new Map(), loading: new Map() };
     byName.set(name, state);
   }
-  return file ? fileSource(file, state) : generatedSource(redis, prefix, copy, state);
+  return file ? fileSource(file, state) : generatedSource(redis, prefix, copy, state, random);
 }
 
 function fileSource(file: string, state: Shared): FingerprintKeySource {
@@ -79,6 +81,7 @@ function generatedSource(
   prefix: string,
   copy: FingerprintKeyCopy | null,
   state: Shared,
+  random: RandomSource,
 ): FingerprintKeySource {
   const redisKey = `${prefix}:fingerprint-key`;
   // Under the prefix (an ACL user limited to `~<prefix>:*` reaches it) and in the key's hash slot: its hash tag is
@@ -106,7 +109,7 @@ function generatedSource(
       let kept: string | null | undefined;
       if (secret === null) {
         kept = copy ? await copy.read() : null;
-        await redis.set(redisKey, kept ?? randomBytes(32).toString('base64'), 'NX');
+        await redis.set(redisKey, kept ?? random.bytes(32).toString('base64'), 'NX');
         secret = await redis.get(redisKey);
         if (secret === null) continue;
       }

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { ChangelogCheckpoint } from '../core/changelog.js';
+import { systemRandom, type RandomSource } from '../core/random.js';
 import { encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
 import { checkpointPairs } from './checkpoint-store.js';
 import { scanKeys, type AccountKeys, type BridgeRedis } from './connection.js';
@@ -26,6 +26,8 @@ export class SnapshotRestore {
   constructor(
     private readonly redis: BridgeRedis,
     private readonly keys: AccountKeys,
+    /** Where the restore tokens come from (the simulation's seed; node:crypto in production). */
+    private readonly random: RandomSource = systemRandom,
   ) {}
 
   /**
@@ -64,7 +66,7 @@ export class SnapshotRestore {
         throw scriptError(err);
       }
       if (gone.length > 0) await this.redis.hset(this.keys.gone, ...gone);
-      const token = (this.token = { id: this.token?.id ?? randomUUID(), n: (this.token?.n ?? 0) + 1 });
+      const token = (this.token = { id: this.token?.id ?? this.random.uuid(), n: (this.token?.n ?? 0) + 1 });
       await this.redis.hset(this.keys.checkpoint, 'restore_token', `${token.id}:${token.n}`);
     }
   }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Message } from 'kafkajs';
 import { CommitOutcomeUnknownError, ConfigError, FencedError } from '../../src/core/errors.js';
 import { changelogPolicyFits } from '../../src/kafka/topic-admin.js';
@@ -68,6 +69,18 @@ export class SimKafka {
     let log = this.topics.get(topic);
     if (!log) this.topics.set(topic, (log = []));
     return log;
+  }
+
+  /** A digest of every record of every topic, byte for byte, with its transaction's outcome (the replay test). */
+  digest(): string {
+    const h = createHash('sha256');
+    for (const topic of [...this.topics.keys()].sort()) {
+      for (const r of this.topics.get(topic)!) {
+        h.update(JSON.stringify([topic, r.offset, r.key, r.headers, r.txn.id, r.txn.epoch, r.txn.state]));
+        h.update(r.value === null ? '\u0000null' : r.value);
+      }
+    }
+    return h.digest('hex');
   }
 
   /** Aborts transactions open past the transaction timeout (the coordinator's timer). */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { BridgeRedis } from '../../src/redis/connection.js';
 import type { Actor, World } from './world.js';
 import {
@@ -238,6 +239,19 @@ export class SimRedisServer implements ScriptData {
     for (const [k, v] of this.data) data.set(k, copyValue(v));
     this.history.push({ data, expires: new Map(this.expires) });
     if (this.history.length > 8) this.history.shift();
+  }
+
+  /** A digest of every key, its value byte for byte and its expiry (the replay test). */
+  digest(): string {
+    const h = createHash('sha256');
+    for (const key of [...this.data.keys()].sort()) {
+      const v = this.data.get(key)!;
+      h.update(JSON.stringify([key, v.t, this.expires.get(key) ?? null]));
+      if (v.t === 'str') h.update(v.v);
+      else if (v.t === 'zset') h.update(JSON.stringify([...v.v].sort()));
+      else for (const f of [...v.v.keys()].sort()) h.update(JSON.stringify(f)).update(v.v.get(f)!);
+    }
+    return h.digest('hex');
   }
 
   /** The holder named by a lease key now (null: none). */

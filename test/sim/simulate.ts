@@ -28,6 +28,8 @@ export interface ScheduleOutcome {
   trace: TraceLine[];
   steps: number;
   stats: CheckStats;
+  /** A digest of the whole trace, every Kafka record and Redis's keys at the end: equal when a seed replays. */
+  digest: string;
 }
 
 const START = Date.UTC(2026, 10, 27, 0, 0, 0);
@@ -322,7 +324,8 @@ export async function runSchedule(
       }
     : null;
   for (const d of deployments) violation ??= checkDeployment(d.name, d.config, kafka, d.upstream, stats);
-  return { violation, plan, trace: world.trace, steps, stats };
+  const digest = `${world.traceDigest()}:${kafka.digest()}:${redis.digest()}`;
+  return { violation, plan, trace: world.trace, steps, stats, digest };
 }
 
 /** One schedule of a run: its seed, its outcome. */
