@@ -65,6 +65,11 @@ export class SimKafka {
   /** Transactions aborted by the coordinator's timeout (their producer fenced). */
   timedOut = 0;
   /**
+   * The next transaction's commit request reaches the coordinator this late (ms; 0: at once): a slow broker while
+   * the leader's lease keeper goes on renewing, so that the transaction timeout, not a takeover, aborts it.
+   */
+  delayNextCommitMs = 0;
+  /**
    * Commits lose their answer while set (and the next one does when `once`): `landed` says whether such a commit
    * still lands or not.
    */
@@ -97,15 +102,18 @@ export class SimKafka {
    * Aborts transactions open past the transaction timeout (the coordinator's timer) and bumps their producer's
    * epoch, as Kafka's coordinator does to fence the zombie: the producer's next request is refused as fenced.
    */
-  expire(): void {
+  expire(): number {
+    let aborted = 0;
     for (const p of this.producers.values()) {
       if (p.open && this.clock() - p.open.openedAt > this.transactionTimeoutMs) {
         p.open.state = 'aborted';
         p.open = null;
         p.epoch += 1;
-        this.timedOut += 1;
+        aborted += 1;
       }
     }
+    this.timedOut += aborted;
+    return aborted;
   }
 
   /** InitProducerId: a new epoch for the id, fencing the older producers and aborting their open transaction. */
@@ -281,7 +289,7 @@ export class SimSink implements PassesSink {
     if (this.session === null) await this.beginTransactions();
     const epoch = this.session!;
     const changelogAt = await this.world.step(this.actor, 'kafka send', () => {
-      this.kafka.expire();
+      this.expire();
       if (!this.kafka.current(id, epoch)) return 'fenced' as const;
       if (this.kafka.refuseSends !== null) {
         // Some records may have reached their partitions before one failed: they go with the transaction, aborted;
@@ -300,8 +308,14 @@ export class SimSink implements PassesSink {
       this.session = null;
       throw new Error(`Kafka refused the send: ${this.kafka.refuseSends ?? 'refused'}`);
     }
+    const delay = this.kafka.delayNextCommitMs;
+    if (delay > 0) {
+      this.kafka.delayNextCommitMs = 0;
+      this.world.note(`${this.actor.name}: a commit request reaches the coordinator ${delay} ms late`);
+      await this.world.sleeper(this.actor)(delay);
+    }
     const outcome = await this.world.step(this.actor, 'kafka commit', () => {
-      this.kafka.expire();
+      this.expire();
       if (!this.kafka.current(id, epoch)) return 'fenced' as const;
       const lose = this.kafka.loseCommits;
       if (lose === null || (lose.sweepOnly && !duringSweep(outgoing, this.options.changelogTopic))) {
@@ -327,6 +341,12 @@ export class SimSink implements PassesSink {
       throw new CommitOutcomeUnknownError('a Kafka transaction was asked to commit, and its outcome is unknown');
     }
     return changelogAt;
+  }
+
+  /** The coordinator's timeout check, noted in the trace when it aborts a transaction. */
+  private expire(): void {
+    const aborted = this.kafka.expire();
+    if (aborted > 0) this.world.note(`${aborted} transaction(s) past the transaction timeout aborted, epoch bumped`);
   }
 
   private fence(): never {

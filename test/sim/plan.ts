@@ -45,7 +45,27 @@ export type FaultClass = (typeof FAULT_CLASSES)[number];
  * Classes that find product bugs whose fixes are on other branches: off by default (so that CI stays green), on
  * with `--faults +class`; the lead turns each on once its fix is merged. Each names the fix it waits for.
  */
-export const PENDING_FIXES: Readonly<Partial<Record<FaultClass, string>>> = {};
+export const PENDING_FIXES: Readonly<Partial<Record<FaultClass, string>>> = {
+  // Seed 4814 (--faults redis-eviction,crash): the epoch counter evicted while the lease stays, and the changelog
+  // holds nothing of the account yet: every restore keeps Redis as it is without a new epoch or lease, every commit
+  // fails LOST, and the bridge restores for ever (branch i46evict: Redis that keeps evicting).
+  'redis-eviction': 'i46evict',
+  // Seeds 48718, 48772 (every default class, date-header-apart on: a Date header 37-60 minutes behind the data
+  // clock): a review deleted upstream never gets its review.deleted; 48742: a second review.created. Each passes
+  // with the header's offset set to 0 (branch i45: the upstream's present read from the Date header).
+  'date-header-apart': 'i45',
+  // Seed 48636 (every default class): with bursts of 71 changes a second on (and no other new class needed), the
+  // polls read the whole listing in pages of two, take longer than their interval, and the initial sweep resumed
+  // from its checkpoint never reads a page again: the review deleted upstream never gets its review.deleted
+  // (passes with the bursts cut to one change and the Date header's offset at 0; either alone breaks it; no
+  // branch owns it yet: for the lead to route).
+  bursts: 'unowned: sweep starved by polls longer than their interval',
+  // Seeds 48509, 48545, 48608, 48736 (every default class): a second review.created, in each with the listing
+  // newest first, and none with the same plan listed oldest first or by id: a review updated during a sweep moves
+  // ahead of the sweep's keyset cursor, the sweep never lists it, and deletion inference takes it for deleted
+  // (no branch owns it: for the lead to route).
+  'newest-first': 'unowned: deletion inferred for a review a newest-first sweep skipped',
+};
 
 /**
  * Classes off by default for their cost, not for a bug: long-schedules runs hours of virtual time per schedule
@@ -109,8 +129,8 @@ export type Fault =
   | { kind: 'redis-eviction'; at: number; ms: number; share: number; flush: boolean }
   /** Every `every`-th Redis command's reply lost (it ran or not; ioredis resends it or the call fails). */
   | { kind: 'redis-lost-reply'; at: number; ms: number; every: number; ran: boolean; resend: boolean }
-  /** A replica paused between a Kafka send and its commit for longer than the transaction timeout. */
-  | { kind: 'kafka-txn-timeout'; at: number; replica: number; ms: number }
+  /** The next commit request reaches the coordinator after the transaction timeout (a slow broker). */
+  | { kind: 'kafka-txn-timeout'; at: number; ms: number }
   /** Sends fail after some of their records were appended. */
   | { kind: 'kafka-partial-send'; at: number; ms: number }
   /** A compaction of the changelog under a short delete.retention.ms: tombstones older than it purged. */
@@ -221,7 +241,6 @@ function faultArb(kind: Fault['kind'], replicas: number, phaseMs: number): fc.Ar
       return fc.record({
         kind: fc.constant('kafka-txn-timeout' as const),
         at,
-        replica,
         ms: fc.integer({ min: 61_000, max: 120_000 }),
       });
     case 'kafka-partial-send':
@@ -310,7 +329,7 @@ function changeArb(kinds: readonly Change['kind'][], phaseMs: number, late: bool
 export function planArb(enabled: ReadonlySet<FaultClass>, focus: readonly FaultClass[] = []): fc.Arbitrary<Plan> {
   const pool = [...enabled].filter((c) => !focus.includes(c));
   return fc
-    .tuple(fc.subarray(pool), fc.integer({ min: 1, max: 10 }))
+    .tuple(fc.subarray(pool, { minLength: Math.min(1, pool.length) }), fc.integer({ min: 1, max: 8 }))
     .chain(([subset, intensity]) => planOf(new Set<FaultClass>([...focus, ...subset]), focus, intensity));
 }
 

@@ -314,13 +314,14 @@ export async function runSchedule(
         }
         case 'redis-lost-reply':
           redis.loseReplies = { every: f.every, ran: f.ran, resend: f.resend };
-          clock.at(clock.now() + f.ms, () => (redis.loseReplies = null));
+          clock.at(clock.now() + f.ms, () => {
+            redis.loseReplies = null;
+            world.note(`${redis.lostReplies} Redis repl(ies) lost so far`);
+          });
           return;
-        case 'kafka-txn-timeout': {
-          const replica = main.replicas[f.replica];
-          if (replica) replica.actor.freezeAfter = { label: 'kafka send', ms: f.ms };
+        case 'kafka-txn-timeout':
+          kafka.delayNextCommitMs = f.ms;
           return;
-        }
         case 'kafka-partial-send':
           kafka.refuseSends = 'REQUEST_TIMED_OUT';
           kafka.partialSends = true;

@@ -17,8 +17,6 @@ export class Actor {
   steps = 0;
   /** A crash armed at a step: before or after the step's effect. */
   crashAt: { step: number; after: boolean } | null = null;
-  /** A freeze armed after the next step of this label (a pause between a Kafka send and its commit). */
-  freezeAfter: { label: string; ms: number } | null = null;
 
   constructor(readonly name: string) {}
 }
@@ -92,11 +90,6 @@ export class World {
     if (crash) {
       this.crash(actor, `after ${label}`);
       return NEVER;
-    }
-    if (actor.freezeAfter?.label === label) {
-      actor.frozenUntil = Math.max(actor.frozenUntil, this.clock.now() + actor.freezeAfter.ms);
-      this.note(`${actor.name} frozen for ${actor.freezeAfter.ms} ms after ${label}`);
-      actor.freezeAfter = null;
     }
     return result;
   }
