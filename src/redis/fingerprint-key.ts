@@ -1,4 +1,5 @@
-import { hash, randomBytes } from 'node:crypto';
+import { hash } from 'node:crypto';
+import { systemRandom, type RandomSource } from '../core/random.js';
 import {
   FingerprintKey,
   type FingerprintKeyCopy,
@@ -67,6 +68,7 @@ export function fingerprintKeySource(
   file: string | null,
   copy: FingerprintKeyCopy | null = null,
   legacy: LegacyKeyCopy | null = null,
+  random: RandomSource = systemRandom,
 ): FingerprintKeySource {
   let byName = shared.get(redis);
   if (!byName) shared.set(redis, (byName = new Map()));
@@ -84,7 +86,7 @@ export function fingerprintKeySource(
     byName.set(name, state);
   }
   const retire = retireLegacy(redis, prefix, legacy, state);
-  return file ? fileSource(file, state, retire) : generatedSource(redis, prefix, copy, legacy, state, retire);
+  return file ? fileSource(file, state, retire) : generatedSource(redis, prefix, copy, legacy, state, retire, random);
 }
 
 // Under the prefix (an ACL user limited to `~<prefix>:*` reaches it) and in the key's hash slot: its hash tag is
@@ -131,6 +133,7 @@ function generatedSource(
   legacy: LegacyKeyCopy | null,
   state: Shared,
   retire: () => Promise<void>,
+  random: RandomSource,
 ): FingerprintKeySource {
   const redisKey = `${prefix}:fingerprint-key`;
   const copiesKey = copiesKeyOf(prefix);
@@ -160,7 +163,7 @@ function generatedSource(
         // and the operator can give the KEK it was wrapped with. A plain copy of an earlier version still recovers.
         kept = copy ? await copy.read() : null;
         const recovered = kept ?? (legacy ? await legacy.read() : null);
-        await redis.set(redisKey, recovered ?? randomBytes(32).toString('base64'), 'NX');
+        await redis.set(redisKey, recovered ?? random.bytes(32).toString('base64'), 'NX');
         secret = await redis.get(redisKey);
         if (secret === null) continue;
       }

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { ChangelogCheckpoint } from '../core/changelog.js';
+import { systemRandom, type RandomSource } from '../core/random.js';
 import { encodeEntry, type SnapshotEntry } from '../core/snapshot-entry.js';
 import { checkpointPairs } from './checkpoint-store.js';
 import { scanKeys, type AccountKeys, type BridgeRedis } from './connection.js';
@@ -41,6 +41,8 @@ export class SnapshotRestore {
     private readonly keys: AccountKeys,
     /** The marks that the pause flag exists (src/redis/control-flags.ts), carried over what a restore clears. */
     private readonly pause?: { value(): Promise<string | null>; mark(value: string): Promise<void> },
+    /** Where the restore tokens come from (the simulation's seed; node:crypto in production). */
+    private readonly random: RandomSource = systemRandom,
   ) {}
 
   /**
@@ -85,7 +87,7 @@ export class SnapshotRestore {
         throw scriptError(err);
       }
       if (gone.length > 0) await this.redis.hset(this.keys.gone, ...gone);
-      const token = (this.token = { id: this.token?.id ?? randomUUID(), n: (this.token?.n ?? 0) + 1 });
+      const token = (this.token = { id: this.token?.id ?? this.random.uuid(), n: (this.token?.n ?? 0) + 1 });
       await this.redis.hset(this.keys.checkpoint, 'restore_token', `${token.id}:${token.n}`);
     }
   }

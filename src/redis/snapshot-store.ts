@@ -1,3 +1,4 @@
+import type { RandomSource } from '../core/random.js';
 import type { AccountKeys, BridgeRedis } from './connection.js';
 import { CheckpointStore } from './checkpoint-store.js';
 import { ControlFlags } from './control-flags.js';
@@ -22,14 +23,15 @@ export class SnapshotStore {
   readonly control: ControlFlags;
   readonly deadLetters: DeadLetterMemory;
 
-  constructor(redis: BridgeRedis, keys: AccountKeys) {
+  /** `random`: where restore tokens come from (default node:crypto; the simulation passes its seeded one). */
+  constructor(redis: BridgeRedis, keys: AccountKeys, random?: RandomSource) {
     this.entries = new SnapshotEntries(redis, keys);
     this.control = new ControlFlags(redis, keys);
     const control = this.control;
     this.restore = new SnapshotRestore(redis, keys, {
       value: () => control.pauseValue(),
       mark: (value) => control.markPauseState(value),
-    });
+    }, random);
     this.checkpoints = new CheckpointStore(redis, keys);
     this.deadLetters = new DeadLetterMemory(redis, keys);
   }

@@ -12,6 +12,7 @@ import { fingerprintKeySource } from '../../src/redis/fingerprint-key.js';
 import { fingerprintKeyRecord } from '../../src/kafka/fingerprint-key-copy.js';
 import { changelogName } from '../../src/kafka/changelog-index.js';
 import type { Identity } from '../../src/core/identity.js';
+import { randomFrom, type RandomSource } from '../../src/core/random.js';
 import { SimKeyCopy, SimSink, type SimKafka } from './kafka.js';
 import { SimRedisClient, type SimRedisServer } from './redis.js';
 import { SimSource, type SimUpstream } from './upstream.js';
@@ -71,6 +72,8 @@ export class Deployment {
   readonly config: BridgeConfig;
   readonly replicas: Replica[] = [];
   private restarts = 0;
+  /** The product's random values (generated fingerprint key, restore tokens), from the schedule's seed. */
+  private readonly productRandom: RandomSource;
 
   constructor(
     readonly name: string,
@@ -94,6 +97,7 @@ export class Deployment {
       ...SIM_ENV,
       ...env,
     });
+    this.productRandom = randomFrom(random);
   }
 
   /** Starts a replica (a new process: a new id, nothing in memory). */
@@ -103,7 +107,7 @@ export class Deployment {
     const logger = this.logger.child({ replica: actor.name });
     const client = new SimRedisClient(world, actor, this.redis).asBridgeRedis();
     const keys = accountKeys(config.redis.keyPrefix, config.account);
-    const store = new SnapshotStore(client, keys);
+    const store = new SnapshotStore(client, keys, this.productRandom);
     const snapshot = this.wrappers.snapshot ? this.wrappers.snapshot(store, world) : store;
     const clock = (): number => world.clock.now();
     const sleep = world.sleeper(actor);
@@ -122,6 +126,8 @@ export class Deployment {
         fingerprintKeyRecord(config.redis.keyPrefix),
         changelogName(config.kafka.brokers, config.kafka.topics.changelog),
       ),
+      null,
+      this.productRandom,
     );
     const encoder = new RecordEncoder(config.kafka, config.account, config.privacy, logger);
     const leadership = new LazyPasses(() => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Message } from 'kafkajs';
 import { CommitOutcomeUnknownError, ConfigError, FencedError } from '../../src/core/errors.js';
 import { changelogPolicyFits } from '../../src/kafka/topic-admin.js';
@@ -14,13 +15,17 @@ import type { Actor, World } from './world.js';
 // The simulated Kafka: topics of one partition each, transactional ids with producer epochs (a new producer of an
 // id fences the older ones and aborts their open transaction), transactions that commit or abort as a whole,
 // read_committed visibility (a reader sees committed records only, and a changelog read waits for the transactions
-// before its end marker to complete), a transaction timeout, compaction of the changelog. Faults: sends refused,
-// a commit whose answer is lost (it may or may not have committed), compaction at any time.
+// before its end marker to complete), a transaction timeout (the coordinator aborts a transaction open too long and
+// bumps the producer's epoch, fencing it), compaction of the changelog (tombstones purged once older than
+// delete.retention.ms). Faults: sends refused (whole, or after some of their records were appended), a commit whose
+// answer is lost (it may or may not have committed), compaction at any time.
 // A replica's leadership talks to it through SimSink, the PassesSink the real KafkaPublisher implements, with the
 // real RecordEncoder choosing the records (so the topics hold what production writes).
 
 /** How long a producer waits for a commit's answer that was lost (kafkajs' request timeout is 30 s). */
 const LOST_ANSWER_TIMEOUT_MS = 5_000;
+/** delete.retention.ms of a compacted topic (Kafka's default, one day): how long compaction keeps a tombstone. */
+export const DELETE_RETENTION_MS = 86_400_000;
 
 /** One record of a topic. */
 export interface SimRecord {
@@ -33,6 +38,8 @@ export interface SimRecord {
   headers: Record<string, string>;
   /** The transaction that wrote it; its state decides visibility. */
   txn: SimTxn;
+  /** When it was appended (virtual ms): compaction purges tombstones older than delete.retention.ms. */
+  at: number;
 }
 
 /** One transaction of a producer. */
@@ -53,6 +60,15 @@ export class SimKafka {
   readonly cleanupPolicy = new Map<string, string>();
   /** Sends fail while set (a broker refusing, a request timing out). */
   refuseSends: string | null = null;
+  /** With refuseSends: a send fails after its first records were appended (to the transaction, which aborts). */
+  partialSends = false;
+  /** Transactions aborted by the coordinator's timeout (their producer fenced). */
+  timedOut = 0;
+  /**
+   * The next transaction's commit request reaches the coordinator this late (ms; 0: at once): a slow broker while
+   * the leader's lease keeper goes on renewing, so that the transaction timeout, not a takeover, aborts it.
+   */
+  delayNextCommitMs = 0;
   /**
    * Commits lose their answer while set (and the next one does when `once`): `landed` says whether such a commit
    * still lands or not.
@@ -70,14 +86,34 @@ export class SimKafka {
     return log;
   }
 
-  /** Aborts transactions open past the transaction timeout (the coordinator's timer). */
-  expire(): void {
+  /** A digest of every record of every topic, byte for byte, with its transaction's outcome (the replay test). */
+  digest(): string {
+    const h = createHash('sha256');
+    for (const topic of [...this.topics.keys()].sort()) {
+      for (const r of this.topics.get(topic)!) {
+        h.update(JSON.stringify([topic, r.offset, r.key, r.headers, r.txn.id, r.txn.epoch, r.txn.state]));
+        h.update(r.value === null ? '\u0000null' : r.value);
+      }
+    }
+    return h.digest('hex');
+  }
+
+  /**
+   * Aborts transactions open past the transaction timeout (the coordinator's timer) and bumps their producer's
+   * epoch, as Kafka's coordinator does to fence the zombie: the producer's next request is refused as fenced.
+   */
+  expire(): number {
+    let aborted = 0;
     for (const p of this.producers.values()) {
       if (p.open && this.clock() - p.open.openedAt > this.transactionTimeoutMs) {
         p.open.state = 'aborted';
         p.open = null;
+        p.epoch += 1;
+        aborted += 1;
       }
     }
+    this.timedOut += aborted;
+    return aborted;
   }
 
   /** InitProducerId: a new epoch for the id, fencing the older producers and aborting their open transaction. */
@@ -96,7 +132,6 @@ export class SimKafka {
 
   /** Appends records to the open transaction of the producer (opening one); resolves the transaction. */
   send(id: string, epoch: number, outgoing: readonly Outgoing[]): SimTxn {
-    this.expire();
     const p = this.producers.get(id)!;
     const txn = (p.open ??= { id, epoch, state: 'open', openedAt: this.clock() });
     for (const o of outgoing) this.append(o.topic, o.message, txn);
@@ -132,7 +167,7 @@ export class SimKafka {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = String(v);
     const key = m.key === null || m.key === undefined ? null : String(m.key);
-    const record = { topic, offset, seq: this.seq++, key, value: m.value ?? null, headers, txn };
+    const record = { topic, offset, seq: this.seq++, key, value: m.value ?? null, headers, txn, at: this.clock() };
     log.push(record);
     return record;
   }
@@ -153,8 +188,12 @@ export class SimKafka {
     return (this.topics.get(topic) ?? []).some((r) => r.offset < offset && r.txn.state === 'open');
   }
 
-  /** Compaction of a compacted topic: aborted records go, and of a key's committed records only the last stays. */
-  compact(topic: string): number {
+  /**
+   * Compaction of a compacted topic: aborted records go, of a key's committed records only the last stays, and a
+   * tombstone (a null value) that is the last of its key goes too once older than `deleteRetentionMs` (the topic's
+   * delete.retention.ms: a reader that was behind by more misses the deletion).
+   */
+  compact(topic: string, deleteRetentionMs = DELETE_RETENTION_MS): number {
     const log = this.topics.get(topic) ?? [];
     const lastOpenAt = log.findIndex((r) => r.txn.state === 'open');
     const upTo = lastOpenAt < 0 ? log.length : lastOpenAt;
@@ -162,8 +201,12 @@ export class SimKafka {
     log.slice(0, upTo).forEach((r, i) => {
       if (r.txn.state === 'committed' && r.key !== null) last.set(r.key, i);
     });
+    const purgeBefore = this.clock() - deleteRetentionMs;
     const kept = log.filter(
-      (r, i) => i >= upTo || (r.txn.state === 'committed' && (r.key === null || last.get(r.key) === i)),
+      (r, i) =>
+        i >= upTo ||
+        (r.txn.state === 'committed' &&
+          (r.key === null || (last.get(r.key) === i && (r.value !== null || r.at >= purgeBefore)))),
     );
     this.topics.set(topic, kept);
     return log.length - kept.length;
@@ -246,9 +289,12 @@ export class SimSink implements PassesSink {
     if (this.session === null) await this.beginTransactions();
     const epoch = this.session!;
     const changelogAt = await this.world.step(this.actor, 'kafka send', () => {
+      this.expire();
       if (!this.kafka.current(id, epoch)) return 'fenced' as const;
       if (this.kafka.refuseSends !== null) {
-        // The transaction is aborted; the producer is dropped (a new session next time), as Transactions does.
+        // Some records may have reached their partitions before one failed: they go with the transaction, aborted;
+        // the producer is dropped (a new session next time), as Transactions does.
+        if (this.kafka.partialSends) this.kafka.send(id, epoch, outgoing.slice(0, Math.ceil(outgoing.length / 2)));
         this.kafka.end(id, false);
         return 'refused' as const;
       }
@@ -262,7 +308,14 @@ export class SimSink implements PassesSink {
       this.session = null;
       throw new Error(`Kafka refused the send: ${this.kafka.refuseSends ?? 'refused'}`);
     }
+    const delay = this.kafka.delayNextCommitMs;
+    if (delay > 0) {
+      this.kafka.delayNextCommitMs = 0;
+      this.world.note(`${this.actor.name}: a commit request reaches the coordinator ${delay} ms late`);
+      await this.world.sleeper(this.actor)(delay);
+    }
     const outcome = await this.world.step(this.actor, 'kafka commit', () => {
+      this.expire();
       if (!this.kafka.current(id, epoch)) return 'fenced' as const;
       const lose = this.kafka.loseCommits;
       if (lose === null || (lose.sweepOnly && !duringSweep(outgoing, this.options.changelogTopic))) {
@@ -288,6 +341,12 @@ export class SimSink implements PassesSink {
       throw new CommitOutcomeUnknownError('a Kafka transaction was asked to commit, and its outcome is unknown');
     }
     return changelogAt;
+  }
+
+  /** The coordinator's timeout check, noted in the trace when it aborts a transaction. */
+  private expire(): void {
+    const aborted = this.kafka.expire();
+    if (aborted > 0) this.world.note(`${aborted} transaction(s) past the transaction timeout aborted, epoch bumped`);
   }
 
   private fence(): never {

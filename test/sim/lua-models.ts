@@ -19,6 +19,12 @@ export interface ScriptData {
   /** Sets the ttl of a key (PEXPIRE). */
   pexpire(key: string, ms: number): void;
   now(): number;
+  /**
+   * Called with the name of each write command a script sends, before its effect: Redis refuses some there (under
+   * OOM the first DENYOOM write of a script that wrote nothing yet, on a read-only replica every write), and a
+   * refusal aborts the script with the writes before it kept, as `redis.call` does.
+   */
+  write(command: string): void;
 }
 
 /** An error reply of a script (ioredis rejects with one whose message is the reply). */
@@ -50,6 +56,7 @@ function hash(data: ScriptData, key: string, create: boolean): Map<string, Buffe
 }
 
 function hdel(data: ScriptData, key: string, field: string): number {
+  data.write('HDEL');
   const h = hash(data, key, false);
   if (!h || !h.delete(field)) return 0;
   if (h.size === 0) data.del(key);
@@ -57,8 +64,12 @@ function hdel(data: ScriptData, key: string, field: string): number {
 }
 
 function incrby(data: ScriptData, key: string, by: number): number {
+  data.write(by < 0 ? 'DECRBY' : 'INCRBY');
   const next = Number(getString(data, key) ?? '0') + by;
-  data.set(key, { t: 'str', v: String(next) });
+  // INCRBY keeps the key's ttl (SET would drop it).
+  const held = data.get(key);
+  if (held?.t === 'str') held.v = String(next);
+  else data.set(key, { t: 'str', v: String(next) });
   return next;
 }
 
@@ -76,10 +87,17 @@ function bucketOf(key: string, pattern: RegExp = /:(\d+)$/): string | null {
 
 /** HSETNX: sets the field when absent; 1 when it set it. */
 function hsetnx(data: ScriptData, key: string, field: string, value: string): number {
+  data.write('HSETNX');
   const h = hash(data, key, true)!;
   if (h.has(field)) return 0;
   h.set(field, Buffer.from(value));
   return 1;
+}
+
+/** HSET of one field (a write command: `data.write` first, so a refused one creates no hash). */
+function hset(data: ScriptData, key: string, field: string, value: string | Buffer): void {
+  data.write('HSET');
+  hash(data, key, true)!.set(field, typeof value === 'string' ? Buffer.from(value) : value);
 }
 
 /** The check commit.lua and restore-put.lua make: every listed bucket among `bucketKeys` still has its marker. */
@@ -92,6 +110,9 @@ function checkBuckets(data: ScriptData, manifestKey: string, bucketKeys: string[
     }
   }
 }
+
+const MANIFEST_LOST_DURING_RESTORE =
+  'LOST-PART: the bucket manifest of the account vanished from Redis during its restore';
 
 /** commit.lua: the fenced commit of entries and checkpoint pairs (see the script for the arguments). */
 export function commitScript(data: ScriptData, keys: string[], argv: Arg[]): number {
@@ -110,7 +131,11 @@ export function commitScript(data: ScriptData, keys: string[], argv: Arg[]): num
       }
     } else if (field === 'sealed') wantSealed = true;
     else if (field === 'm') sealing = true;
-    else if (field === 'expect_restore') {
+    else if (field === 'expect_manifest') {
+      if (!(hash(data, keys[3]!, false)?.has(str(argv[i + 1]!)) ?? false)) {
+        throw new ScriptErrorReply(MANIFEST_LOST_DURING_RESTORE);
+      }
+    } else if (field === 'expect_restore') {
       if (hash(data, keys[1]!, false)?.get('restore_token')?.toString('utf8') !== str(argv[i + 1]!)) {
         throw new ScriptErrorReply('LOST: Redis lost writes of the restore it was to finish');
       }
@@ -126,6 +151,7 @@ export function commitScript(data: ScriptData, keys: string[], argv: Arg[]): num
   let added = 0;
   for (let i = firstEntry; i < argv.length; i += 3) {
     const key = keys[3 + Number(str(argv[i]!))]!;
+    data.write('HSET');
     const h = hash(data, key, true)!;
     const field = str(argv[i + 1]!);
     if (!h.has(field)) added += 1;
@@ -134,21 +160,26 @@ export function commitScript(data: ScriptData, keys: string[], argv: Arg[]): num
   if (added > 0) incrby(data, keys[2]!, added);
   if (hasManifest) {
     for (const key of keys.slice(4)) {
-      if (hsetnx(data, key, 'm', '1') === 1) hash(data, keys[3]!, true)!.set(bucketOf(key)!, Buffer.from('1'));
+      if (hsetnx(data, key, 'm', '1') === 1) hset(data, keys[3]!, bucketOf(key)!, '1');
     }
   }
   for (let i = 2; i < firstEntry; i += 2) {
     const field = str(argv[i]!);
     const value = str(argv[i + 1]!);
-    if (field === 'expect_txn' || field === 'sealed' || field === 'expect_restore') continue;
+    if (field === 'expect_txn' || field === 'sealed' || field === 'expect_restore' || field === 'expect_manifest') {
+      continue;
+    }
     if (value === '') hdel(data, keys[1]!, field);
-    else if (field === 'watermark_rewind') hash(data, keys[1]!, true)!.set('watermark', Buffer.from(value));
+    else if (field === 'watermark_rewind') hset(data, keys[1]!, 'watermark', value);
     else if (field === 'watermark') {
       const old = Number(hash(data, keys[1]!, false)?.get(field)?.toString('utf8') ?? '-1');
-      if (Number(value) > old) hash(data, keys[1]!, true)!.set(field, Buffer.from(value));
-    } else hash(data, keys[1]!, true)!.set(field, Buffer.from(value));
+      if (Number(value) > old) hset(data, keys[1]!, field, value);
+    } else hset(data, keys[1]!, field, value);
   }
-  if (sealing) hash(data, keys[3]!, true)!.set('v', Buffer.from('1'));
+  if (sealing) {
+    hset(data, keys[3]!, 'v', '1');
+    hdel(data, keys[3]!, 'r');
+  }
   return added;
 }
 
@@ -165,7 +196,7 @@ export function removeScript(data: ScriptData, keys: string[], argv: Arg[]): num
     const held = hash(data, key, false)?.get(field);
     if (held && held.equals(buf(argv[i + 2]!))) {
       removed += hdel(data, key, field);
-      hash(data, keys[2]!, true)!.set(str(argv[i + 3]!), buf(argv[i + 4]!));
+      hset(data, keys[2]!, str(argv[i + 3]!), buf(argv[i + 4]!));
     }
   }
   if (removed > 0) incrby(data, keys[1]!, -removed);
@@ -174,7 +205,11 @@ export function removeScript(data: ScriptData, keys: string[], argv: Arg[]): num
 
 /** restore-put.lua: writes restored entries (an empty value deletes), marking and listing the buckets written. */
 export function restorePutScript(data: ScriptData, keys: string[], argv: Arg[]): number {
-  if (str(argv[0]!) === '1' && (hash(data, keys[0]!, false)?.has('v') ?? false)) {
+  const mode = str(argv[0]!);
+  if (mode === '2' && !(hash(data, keys[0]!, false)?.has('r') ?? false)) {
+    throw new ScriptErrorReply(MANIFEST_LOST_DURING_RESTORE);
+  }
+  if (mode === '2' || (mode === '1' && (hash(data, keys[0]!, false)?.has('v') ?? false))) {
     checkBuckets(data, keys[0]!, keys.slice(1));
   }
   const marked = new Set<number>();
@@ -184,10 +219,10 @@ export function restorePutScript(data: ScriptData, keys: string[], argv: Arg[]):
     const field = str(argv[i + 1]!);
     if (buf(argv[i + 2]!).length === 0) hdel(data, key, field);
     else {
-      hash(data, key, true)!.set(field, buf(argv[i + 2]!));
+      hset(data, key, field, buf(argv[i + 2]!));
       if (!marked.has(k)) {
         marked.add(k);
-        if (hsetnx(data, key, 'm', '1') === 1) hash(data, keys[0]!, true)!.set(bucketOf(key)!, Buffer.from('1'));
+        if (hsetnx(data, key, 'm', '1') === 1) hset(data, keys[0]!, bucketOf(key)!, '1');
       }
     }
   }
@@ -200,8 +235,8 @@ export function sealBucketsScript(data: ScriptData, keys: string[]): number {
   for (const key of keys.slice(1)) {
     const bucket = bucketOf(key, /:s:(\d+)$/);
     if (bucket === null) continue;
-    hash(data, key, true)!.set('m', Buffer.from('1'));
-    hash(data, keys[0]!, true)!.set(bucket, Buffer.from('1'));
+    hset(data, key, 'm', '1');
+    hset(data, keys[0]!, bucket, '1');
     sealed += 1;
   }
   return sealed;
@@ -211,6 +246,7 @@ export function sealBucketsScript(data: ScriptData, keys: string[]): number {
 export function epochFloorScript(data: ScriptData, keys: string[], argv: Arg[]): number {
   const current = Number(getString(data, keys[0]!) ?? '0');
   if (current < Number(str(argv[0]!))) {
+    data.write('SET');
     data.set(keys[0]!, { t: 'str', v: str(argv[0]!) });
     return 1;
   }
@@ -225,6 +261,7 @@ export function leaseAcquireScript(data: ScriptData, keys: string[], argv: Arg[]
   if (value !== null) {
     const m = /^(.*)\|(\d+)$/s.exec(value);
     if (m && m[1] === holder) {
+      data.write('PEXPIRE');
       data.pexpire(keys[0]!, ttl);
       return Number(m[2]);
     }
@@ -234,8 +271,10 @@ export function leaseAcquireScript(data: ScriptData, keys: string[], argv: Arg[]
   const now = Math.floor(data.now());
   if (epoch < now) {
     epoch = now;
+    data.write('SET');
     data.set(keys[1]!, { t: 'str', v: String(epoch) });
   }
+  data.write('SET');
   data.set(keys[0]!, { t: 'str', v: `${holder}|${epoch}` }, ttl);
   return epoch;
 }
@@ -245,6 +284,7 @@ export function leaseReleaseScript(data: ScriptData, keys: string[], argv: Arg[]
   const value = getString(data, keys[0]!);
   const m = value === null ? null : /^(.*)\|\d+$/s.exec(value);
   if (m && m[1] === str(argv[0]!)) {
+    data.write('DEL');
     data.del(keys[0]!);
     return 1;
   }
@@ -257,7 +297,9 @@ export function resyncTakeScript(data: ScriptData, keys: string[]): string | nul
   if (active !== null) return active;
   const pending = getString(data, keys[0]!);
   if (pending !== null) {
+    data.write('SET');
     data.set(keys[1]!, { t: 'str', v: pending });
+    data.write('DEL');
     data.del(keys[0]!);
   }
   return pending;
@@ -266,6 +308,7 @@ export function resyncTakeScript(data: ScriptData, keys: string[]): string | nul
 /** resync-done.lua: clears the active request if it is the completed one. */
 export function resyncDoneScript(data: ScriptData, keys: string[], argv: Arg[]): number {
   if (getString(data, keys[0]!) === str(argv[0]!)) {
+    data.write('DEL');
     data.del(keys[0]!);
     return 1;
   }
@@ -281,7 +324,7 @@ export const CONFIRM_COPY_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] the
 /** The inline script of src/redis/fingerprint-key.ts: marks a copy confirmed while Redis holds the copied key. */
 export function confirmCopyScript(data: ScriptData, keys: string[], argv: Arg[]): number {
   if (getString(data, keys[0]!) !== str(argv[0]!)) return 0;
-  hash(data, keys[1]!, true)!.set(str(argv[1]!), buf(argv[2]!));
+  hset(data, keys[1]!, str(argv[1]!), buf(argv[2]!));
   return 1;
 }
 
@@ -292,14 +335,18 @@ export function replicaBeatScript(data: ScriptData, keys: string[], argv: Arg[])
   const v = data.get(keys[0]!);
   if (v && v.t !== 'zset')
     throw new ScriptErrorReply('WRONGTYPE Operation against a key holding the wrong kind of value');
+  const leave = str(argv[2]!) === 'leave';
+  data.write(leave ? 'ZREM' : 'ZADD');
   const set = v?.v ?? new Map<string, number>();
-  if (str(argv[2]!) === 'leave') set.delete(str(argv[0]!));
+  if (leave) set.delete(str(argv[0]!));
   else set.set(str(argv[0]!), now);
+  data.write('ZREMRANGEBYSCORE');
   for (const [member, score] of set) if (score <= now - ttl) set.delete(member);
   if (set.size === 0) {
     data.del(keys[0]!);
     return [];
   }
+  data.write('PEXPIRE');
   data.set(keys[0]!, { t: 'zset', v: set }, ttl * 10);
   return [...set].sort(([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0)).map(([m]) => m);
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { BridgeRedis } from '../../src/redis/connection.js';
 import type { Actor, World } from './world.js';
 import {
@@ -21,8 +22,11 @@ import {
 
 // The simulated Redis: one server the replicas share, with the commands the bridge's Redis adapter uses (the real
 // SnapshotStore, Lease and control flags run on it unchanged) and its scripts as models (lua-models.ts). Faults:
-// keys that vanish (all, or some buckets), writes refused (OOM, READONLY) for a while, and a failover to a replica
-// that had not received the last writes.
+// keys that vanish (all, or some buckets), writes refused for a while as Redis 7 refuses them (OOM under
+// noeviction: DENYOOM commands only, and in a script only a first write that is DENYOOM, so a lease renewal or
+// remove.lua still succeed; READONLY: every write), eviction that keeps going (allkeys-lru under a maxmemory), replies
+// lost after the command ran (ioredis resends it, or the connection fails), and a failover to a replica that had not
+// received the last writes.
 
 type Command = [name: string, args: unknown[]];
 
@@ -46,6 +50,38 @@ const WRITES = new Set([
   'bridgeReplicaBeat',
 ]);
 
+/** The scripts (run atomically; their writes go through `write`, which refuses them as Redis does). */
+const SCRIPTS = new Set([
+  'bridgeCommit',
+  'bridgeRemove',
+  'bridgeRestorePut',
+  'bridgeSealBuckets',
+  'eval',
+  'bridgeEpochFloor',
+  'bridgeResyncTake',
+  'bridgeResyncDone',
+  'bridgeLeaseAcquire',
+  'bridgeLeaseRelease',
+  'bridgeReplicaBeat',
+]);
+
+/**
+ * The write commands flagged DENYOOM in Redis 7 among those the bridge sends (plain or in its scripts): refused while
+ * used memory is over maxmemory under noeviction. DEL, UNLINK, HDEL, GETDEL, PEXPIRE, ZREM and ZREMRANGEBYSCORE are
+ * not (measured on Redis 7.0: they succeed under OOM, and a script whose first write is one of them runs whole).
+ */
+const DENYOOM = new Set(['SET', 'HSET', 'HSETNX', 'INCR', 'INCRBY', 'DECRBY', 'ZADD']);
+
+/** A reply lost after the command reached Redis: it ran (or not), then ioredis resent it or the connection failed. */
+export interface LostReplies {
+  /** Every n-th command of the window loses its reply. */
+  every: number;
+  /** Whether the command ran before its reply was lost. */
+  ran: boolean;
+  /** ioredis resends it (autoResendUnfulfilledCommands) and answers the second reply; else the call fails. */
+  resend: boolean;
+}
+
 const copyValue = (v: RedisValue): RedisValue =>
   v.t === 'str' ? { ...v } : v.t === 'hash' ? { t: 'hash', v: new Map(v.v) } : { t: 'zset', v: new Map(v.v) };
 
@@ -55,8 +91,25 @@ export class SimRedisServer implements ScriptData {
   expires = new Map<string, number>();
   /** Copies of the data before each of the last writes (a failover goes back to one of them). */
   private history: Array<{ data: Map<string, RedisValue>; expires: Map<string, number> }> = [];
-  /** Writes are refused with this reply while set (OOM, READONLY). */
+  /**
+   * Writes are refused with this reply while set: an OOM reply refuses DENYOOM commands only (noeviction over
+   * maxmemory), any other (READONLY) every write.
+   */
   refuseWrites: string | null = null;
+  /** Replies are lost while set (see LostReplies). */
+  loseReplies: LostReplies | null = null;
+  private lostCount = 0;
+  /** Replies lost so far (the schedule's statistics). */
+  lostReplies = 0;
+  /** Whether the running script wrote already (Redis refuses only a script's first write under OOM). */
+  private scriptDirty = false;
+  /** allkeys-lru under this many bytes (approximate, see `used`) while set: every command first evicts down to it. */
+  maxmemory: number | null = null;
+  /** Keys evicted so far. */
+  evicted = 0;
+  /** When each key was last touched (a counter, for LRU). */
+  private touched = new Map<string, number>();
+  private touches = 0;
   /** Commands served (for the schedule's statistics). */
   commands = 0;
 
@@ -72,11 +125,14 @@ export class SimRedisServer implements ScriptData {
       this.data.delete(key);
       this.expires.delete(key);
     }
-    return this.data.get(key);
+    const v = this.data.get(key);
+    if (v !== undefined) this.touched.set(key, ++this.touches);
+    return v;
   }
 
   set(key: string, value: RedisValue, pxMs?: number): void {
     this.data.set(key, value);
+    this.touched.set(key, ++this.touches);
     if (pxMs === undefined) this.expires.delete(key);
     else this.expires.set(key, this.clock() + pxMs);
   }
@@ -85,6 +141,7 @@ export class SimRedisServer implements ScriptData {
     const had = this.get(key) !== undefined;
     this.data.delete(key);
     this.expires.delete(key);
+    this.touched.delete(key);
     return had;
   }
 
@@ -98,10 +155,69 @@ export class SimRedisServer implements ScriptData {
     return [...this.data.keys()].filter((k) => re.test(k) && this.get(k) !== undefined).sort();
   }
 
+  /**
+   * A write command of a script (lua-models.ts): refused on a read-only replica, and under OOM when it is DENYOOM
+   * and the script wrote nothing yet (Redis 7's scriptVerifyOOM for scripts without flags, as the bridge's are).
+   */
+  write(command: string): void {
+    if (this.refuseWrites !== null) {
+      const oom = this.refuseWrites.startsWith('OOM');
+      if (!oom || (!this.scriptDirty && DENYOOM.has(command))) {
+        throw new ScriptErrorReply(`${this.refuseWrites} script: sim, on @user_script:1.`);
+      }
+    }
+    this.scriptDirty = true;
+  }
+
+  /** The approximate memory the keys use (names, values, a per-key overhead), as maxmemory counts it. */
+  used(): number {
+    let bytes = 0;
+    for (const [key, v] of this.data) {
+      bytes += 50 + key.length;
+      if (v.t === 'str') bytes += v.v.length;
+      else if (v.t === 'zset') for (const m of v.v.keys()) bytes += 16 + m.length;
+      else for (const [f, b] of v.v) bytes += 16 + f.length + b.length;
+    }
+    return bytes;
+  }
+
+  /** allkeys-lru: evicts the least recently used keys until the used memory fits maxmemory. */
+  private evict(): void {
+    if (this.maxmemory === null) return;
+    let used = this.used();
+    while (used > this.maxmemory && this.data.size > 0) {
+      let oldest: string | null = null;
+      let at = Infinity;
+      for (const k of this.data.keys()) {
+        const t = this.touched.get(k) ?? 0;
+        if (t < at) [oldest, at] = [k, t];
+      }
+      this.del(oldest!);
+      this.evicted += 1;
+      used = this.used();
+    }
+  }
+
+  /** Whether the next command loses its reply (every n-th while the window is open); counts it. */
+  takeLostReply(): LostReplies | null {
+    const lose = this.loseReplies;
+    if (!lose || ++this.lostCount % lose.every !== 0) return null;
+    this.lostReplies += 1;
+    return lose;
+  }
+
   /** Runs one command (atomically: nothing else runs meanwhile); throws its error reply. */
   run(name: string, args: unknown[]): unknown {
     this.commands += 1;
-    if (this.refuseWrites !== null && WRITES.has(name)) throw new ScriptErrorReply(this.refuseWrites);
+    // Redis evicts before running any command when over maxmemory (performEvictions in processCommand).
+    this.evict();
+    const script = SCRIPTS.has(name);
+    if (this.refuseWrites !== null && WRITES.has(name) && !script) {
+      if (!this.refuseWrites.startsWith('OOM') || DENYOOM.has(name.toUpperCase())) {
+        throw new ScriptErrorReply(this.refuseWrites);
+      }
+    }
+    this.scriptDirty = false;
     if (WRITES.has(name)) this.remember();
     const a = args as Arg[];
     const s = (i: number): string => String(a[i]);
@@ -240,6 +356,19 @@ export class SimRedisServer implements ScriptData {
     if (this.history.length > 8) this.history.shift();
   }
 
+  /** A digest of every key, its value byte for byte and its expiry (the replay test). */
+  digest(): string {
+    const h = createHash('sha256');
+    for (const key of [...this.data.keys()].sort()) {
+      const v = this.data.get(key)!;
+      h.update(JSON.stringify([key, v.t, this.expires.get(key) ?? null]));
+      if (v.t === 'str') h.update(v.v);
+      else if (v.t === 'zset') h.update(JSON.stringify([...v.v].sort()));
+      else for (const f of [...v.v.keys()].sort()) h.update(JSON.stringify(f)).update(v.v.get(f)!);
+    }
+    return h.digest('hex');
+  }
+
   /** The holder named by a lease key now (null: none). */
   leaseHolder(key: string): string | null {
     const v = this.get(key);
@@ -250,6 +379,7 @@ export class SimRedisServer implements ScriptData {
   flush(): void {
     this.data.clear();
     this.expires.clear();
+    this.touched.clear();
   }
 
   /** Some keys matching `pattern` gone (eviction, a key deleted by hand); `pick` chooses which. */
@@ -284,6 +414,9 @@ export class SimRedisServer implements ScriptData {
   }
 }
 
+/** How long ioredis takes to fail a command whose connection broke (reconnects with maxRetriesPerRequest 2). */
+const LOST_REPLY_GIVE_UP_MS = 1_400;
+
 /** A pipeline of the simulated client: commands queued, sent in one step. */
 class SimPipeline {
   private readonly queue: Command[] = [];
@@ -302,7 +435,7 @@ class SimPipeline {
 
   exec(): Promise<[Error | null, unknown][]> {
     const queue = this.queue.splice(0);
-    return this.client.world.step(this.client.actor, `redis ${queue.map(([n]) => n).join(',')}`, () =>
+    return this.client.call(`redis ${queue.map(([n]) => n).join(',')}`, () =>
       queue.map(([name, args]): [Error | null, unknown] => {
         try {
           return [null, this.client.server.run(name, args)];
@@ -326,10 +459,34 @@ export class SimRedisClient {
     return new Proxy(this, {
       get: (target, prop, receiver) => {
         if (prop in target || typeof prop !== 'string' || prop === 'then') return Reflect.get(target, prop, receiver);
-        return (...args: unknown[]) =>
-          target.world.step(target.actor, `redis ${prop}`, () => target.server.run(prop, args));
+        return (...args: unknown[]) => target.call(`redis ${prop}`, () => target.server.run(prop, args));
       },
     });
+  }
+
+  /**
+   * One round trip: a step of the replica running `fn` on the server. A lost reply (LostReplies) is resent as ioredis
+   * does (the command may run twice) or fails the call as a broken connection does, once the client gives up.
+   */
+  async call<T>(label: string, fn: () => T): Promise<T> {
+    const lost: { as: LostReplies | null } = { as: null };
+    const result = await this.world.step(this.actor, label, () => {
+      lost.as = this.server.takeLostReply();
+      if (lost.as === null) return fn();
+      if (lost.as.ran) {
+        try {
+          fn();
+        } catch {
+          // The reply, an error or not, is lost with the connection.
+        }
+      }
+      return undefined as T;
+    });
+    const as = lost.as as LostReplies | null;
+    if (as === null) return result;
+    if (as.resend) return this.world.step(this.actor, `${label} resent`, fn);
+    await this.world.sleeper(this.actor)(LOST_REPLY_GIVE_UP_MS);
+    throw new Error('Connection is closed.');
   }
 
   pipeline(): SimPipeline {

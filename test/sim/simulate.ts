@@ -3,9 +3,9 @@ import type { Review } from '../../src/core/review.js';
 import { checkDeployment, type CheckStats, type Violation } from './checker.js';
 import { VirtualClock } from './clock.js';
 import { Deployment, SIM_ENV, type PortWrappers } from './deployment.js';
-import { SimKafka } from './kafka.js';
+import { DELETE_RETENTION_MS, SimKafka } from './kafka.js';
 import { MUTANTS } from './mutants.js';
-import { DEFAULT_FAULTS, FAULT_PHASE_MS, planArb, QUIET_TAIL_MS, type FaultClass, type Plan } from './plan.js';
+import { DEFAULT_FAULTS, planArb, QUIET_TAIL_MS, type Change, type FaultClass, type Plan } from './plan.js';
 import { SimRedisServer } from './redis.js';
 import { SimUpstream } from './upstream.js';
 import { World, type TraceLine } from './world.js';
@@ -28,6 +28,8 @@ export interface ScheduleOutcome {
   trace: TraceLine[];
   steps: number;
   stats: CheckStats;
+  /** A digest of the whole trace, every Kafka record and Redis's keys at the end: equal when a seed replays. */
+  digest: string;
 }
 
 const START = Date.UTC(2026, 10, 27, 0, 0, 0);
@@ -81,6 +83,8 @@ export async function runSchedule(
   faults: ReadonlySet<FaultClass>,
   mutantName?: string,
 ): Promise<ScheduleOutcome> {
+  // Swarm testing: the schedule runs the classes its plan drew from the run's (plan.ts).
+  if (plan.classes) faults = new Set(plan.classes.filter((c) => faults.has(c)));
   const clock = new VirtualClock(START);
   const draw = seeded(plan.jitterSeed ^ 0x5eed);
   const latency = (label: string): number => {
@@ -97,7 +101,7 @@ export async function runSchedule(
   const wrappers: PortWrappers = mutantName ? mutant(mutantName).wrappers : {};
   const random = seeded(plan.jitterSeed);
 
-  const upstream = new SimUpstream(world, plan.order, plan.pageSize, plan.clockOffsetMs);
+  const upstream = new SimUpstream(world, plan.order, plan.pageSize, plan.clockOffsetMs, plan.dateHeaderOffsetMs);
   initialReviews(upstream, plan.reviews, 1);
   const main = new Deployment(
     'main',
@@ -145,65 +149,89 @@ export async function runSchedule(
   // Upstream changes: applied at their time, visible after their lag.
   let created = 0;
   let malformed = 0;
-  for (const change of plan.changes) {
-    clock.at(START + change.at, () => {
-      const ids = [...upstream.reviews.keys()].sort((a, b) => a - b);
-      const id = ids.length > 0 ? ids[change.pick % ids.length]! : null;
-      const prev = id === null ? null : upstream.reviews.get(id)!;
-      const now = upstream.now();
-      const visibleAt = clock.now() + change.lagMs;
-      const next = (fields: Partial<Review>, moves = true): Review => ({
-        ...prev!,
-        ...fields,
-        updated_date: moves ? Math.max(prev!.updated_date + 1, now) : prev!.updated_date,
-      });
-      switch (change.kind) {
-        case 'status':
-          if (prev) {
-            const field = change.pick % 2 === 0 ? 'client_publication_status' : 'pwr_publication_status';
-            const status = STATUSES[(STATUSES.indexOf(String(prev[field])) + 1 + (change.pick % 2)) % 3]!;
-            upstream.put(next({ [field]: status }), visibleAt);
-          }
-          break;
-        case 'edit':
-          if (prev) upstream.put(next({ headline: `${prev.headline ?? ''}!` }), visibleAt);
-          break;
-        case 'silent-edit':
-          if (prev) upstream.put(next({ helpful_votes: (prev.helpful_votes ?? 0) + 1 }, false), visibleAt);
-          break;
-        case 'create': {
-          const nid = 5_000 + ++created * 53;
-          upstream.put(
-            {
-              id: nid,
-              updated_date: now,
-              client_publication_status: 'PENDING',
-              pwr_publication_status: 'PENDING',
-              headline: `review ${nid}`,
-              helpful_votes: 0,
-            },
-            visibleAt,
-          );
-          break;
-        }
-        case 'delete':
-          // Never more than a few at once, so that the deletion guard (a fraction of the account) lets them through.
-          if (id !== null && upstream.deleted.size < plan.reviews / 4) upstream.remove(id);
-          break;
-        case 'malformed': {
-          const mid = 900_000 + ++malformed;
-          const unreadable = change.pick % 2 === 1;
-          upstream.malformed.set(mid, {
-            id: mid,
-            raw: unreadable ? `<not json ${mid}>` : { id: mid, rating: 'x' },
-            reason: unreadable ? 'malformed' : 'schema',
-          });
-          clock.at(clock.now() + 20_000, () => upstream.malformed.delete(mid));
-          break;
-        }
-      }
+  const apply = (change: Change): void => {
+    const ids = [...upstream.reviews.keys()].sort((a, b) => a - b);
+    const id = ids.length > 0 ? ids[change.pick % ids.length]! : null;
+    const prev = id === null ? null : upstream.reviews.get(id)!;
+    const now = upstream.now();
+    const visibleAt = clock.now() + change.lagMs;
+    const next = (fields: Partial<Review>, moves = true): Review => ({
+      ...prev!,
+      ...fields,
+      updated_date: moves ? Math.max(prev!.updated_date + 1, now) : prev!.updated_date,
     });
-  }
+    switch (change.kind) {
+      case 'status':
+        if (prev) {
+          const field = change.pick % 2 === 0 ? 'client_publication_status' : 'pwr_publication_status';
+          const status = STATUSES[(STATUSES.indexOf(String(prev[field])) + 1 + (change.pick % 2)) % 3]!;
+          upstream.put(next({ [field]: status }), visibleAt);
+        }
+        break;
+      case 'edit':
+        if (prev) upstream.put(next({ headline: `${prev.headline ?? ''}!` }), visibleAt);
+        break;
+      case 'ahead':
+        // Stamped minutes or hours past the upstream's present (a writer with a clock ahead).
+        if (prev) {
+          const ahead = next({ headline: `${prev.headline ?? ''}>` });
+          upstream.put({ ...ahead, updated_date: Math.max(ahead.updated_date, now + change.aheadMs!) }, visibleAt);
+        }
+        break;
+      case 'burst':
+        // Up to 100 changes within a second, each a status change or an edit of a review drawn from the pick.
+        for (let i = 0; i < change.count!; i++) {
+          clock.at(clock.now() + Math.floor((i * 1_000) / change.count!), () =>
+            apply({ ...change, kind: i % 3 === 2 ? 'edit' : 'status', pick: change.pick + i * 7 }),
+          );
+        }
+        break;
+      case 'silent-edit':
+        if (prev) upstream.put(next({ helpful_votes: (prev.helpful_votes ?? 0) + 1 }, false), visibleAt);
+        break;
+      case 'create': {
+        const nid = 5_000 + ++created * 53;
+        upstream.put(
+          {
+            id: nid,
+            updated_date: now,
+            client_publication_status: 'PENDING',
+            pwr_publication_status: 'PENDING',
+            headline: `review ${nid}`,
+            helpful_votes: 0,
+          },
+          visibleAt,
+        );
+        break;
+      }
+      case 'delete':
+        // Never more than a few at once, so that the deletion guard (a fraction of the account) lets them through.
+        if (id !== null && upstream.deleted.size < plan.reviews / 4) upstream.remove(id);
+        break;
+      case 'malformed': {
+        // A record the real validator refuses, for 20 s: of an id of its own (unreadable, or failing the schema),
+        // or an existing review's record turning malformed (a field of the wrong type, a date out of range, a
+        // forbidden key).
+        const variant = change.pick % 5;
+        const own = variant < 2 || prev === null;
+        const mid = own ? 900_000 + ++malformed : prev.id;
+        if (upstream.malformed.has(mid)) break;
+        const raw: unknown = own
+          ? variant === 0
+            ? `<not json ${mid}>`
+            : { id: mid, rating: 'x' }
+          : variant === 2
+            ? { ...prev, client_publication_status: 42 }
+            : variant === 3
+              ? { ...prev, updated_date: now + 3 * 86_400_000 }
+              : JSON.parse(`{"__proto__": {}, "id": ${prev.id}, "updated_date": ${prev.updated_date}}`);
+        upstream.malformed.set(mid, { id: mid, raw });
+        clock.at(clock.now() + 20_000, () => upstream.malformed.delete(mid));
+        break;
+      }
+    }
+  };
+  for (const change of plan.changes) clock.at(START + change.at, () => apply(change));
 
   // Faults.
   for (const f of plan.faults) {
@@ -216,7 +244,7 @@ export async function runSchedule(
           replica.actor.crashAt = { step: replica.actor.steps + f.afterSteps, after: f.after };
           const watch = (): void => {
             if (replica.actor.crashed) clock.at(clock.now() + f.downMs, () => main.start(f.replica));
-            else if (clock.now() < START + FAULT_PHASE_MS) clock.at(clock.now() + 1_000, watch);
+            else if (clock.now() < START + plan.phaseMs) clock.at(clock.now() + 1_000, watch);
             else replica.actor.crashAt = null;
           };
           watch();
@@ -265,20 +293,66 @@ export async function runSchedule(
           });
           return;
         case 'compaction':
-          world.note(`compaction removed ${kafka.compact(main.config.kafka.topics.changelog)} record(s)`);
+          world.note(
+            `compaction removed ${kafka.compact(main.config.kafka.topics.changelog, DELETE_RETENTION_MS)} record(s)`,
+          );
           return;
         case 'upstream-fault':
           upstream.fault = f.fault;
           clock.at(clock.now() + f.ms, () => (upstream.fault = null));
           return;
+        case 'redis-eviction': {
+          const used = redis.used();
+          if (f.flush) redis.flush();
+          redis.maxmemory = Math.floor(used * f.share);
+          world.note(`maxmemory ${redis.maxmemory} of ${used} bytes used, allkeys-lru`);
+          clock.at(clock.now() + f.ms, () => {
+            world.note(`maxmemory lifted (${redis.evicted} key(s) evicted so far)`);
+            redis.maxmemory = null;
+          });
+          return;
+        }
+        case 'redis-lost-reply':
+          redis.loseReplies = { every: f.every, ran: f.ran, resend: f.resend };
+          clock.at(clock.now() + f.ms, () => {
+            redis.loseReplies = null;
+            world.note(`${redis.lostReplies} Redis repl(ies) lost so far`);
+          });
+          return;
+        case 'kafka-txn-timeout':
+          kafka.delayNextCommitMs = f.ms;
+          return;
+        case 'kafka-partial-send':
+          kafka.refuseSends = 'REQUEST_TIMED_OUT';
+          kafka.partialSends = true;
+          clock.at(clock.now() + f.ms, () => {
+            kafka.refuseSends = null;
+            kafka.partialSends = false;
+          });
+          return;
+        case 'tombstone-purge':
+          world.note(
+            `compaction (delete.retention.ms ${f.deleteRetentionMs}) removed ${kafka.compact(main.config.kafka.topics.changelog, f.deleteRetentionMs)} record(s)`,
+          );
+          return;
+        case 'topic-config': {
+          const topic = main.config.kafka.topics.changelog;
+          kafka.cleanupPolicy.set(topic, f.policy);
+          clock.at(clock.now() + f.ms, () => kafka.cleanupPolicy.delete(topic));
+          return;
+        }
       }
     });
   }
   // The faults end with the fault phase: nothing is left refused or armed in the quiet tail.
-  clock.at(START + FAULT_PHASE_MS, () => {
+  clock.at(START + plan.phaseMs, () => {
     redis.refuseWrites = null;
+    redis.maxmemory = null;
+    redis.loseReplies = null;
     kafka.refuseSends = null;
+    kafka.partialSends = false;
     kafka.loseCommits = null;
+    kafka.cleanupPolicy.clear();
     upstream.fault = null;
     world.note('faults end');
   });
@@ -290,7 +364,7 @@ export async function runSchedule(
   else clock.at(START + mainStart, startMain);
 
   // The driver: answer every step the scheduler holds (in its order), and move the clock only when none is left.
-  const end = START + FAULT_PHASE_MS + QUIET_TAIL_MS;
+  const end = START + plan.phaseMs + QUIET_TAIL_MS;
   let steps = 0;
   let livelock = false;
   while (clock.now() < end) {
@@ -322,7 +396,8 @@ export async function runSchedule(
       }
     : null;
   for (const d of deployments) violation ??= checkDeployment(d.name, d.config, kafka, d.upstream, stats);
-  return { violation, plan, trace: world.trace, steps, stats };
+  const digest = `${world.traceDigest()}:${kafka.digest()}:${redis.digest()}`;
+  return { violation, plan, trace: world.trace, steps, stats, digest };
 }
 
 /** One schedule of a run: its seed, its outcome. */

@@ -1,22 +1,27 @@
 import { UpstreamError } from '../../src/core/errors.js';
 import type { Review } from '../../src/core/review.js';
-import type { Reject } from '../../src/core/reject.js';
 import type { ListOptions, Page, ReviewSource } from '../../src/upstream/types.js';
+import { validateRecords } from '../../src/upstream/validate.js';
 import type { Actor, World } from './world.js';
 
 // The simulated upstream: the reviews as they are (the truth the checker compares the feed with) and every version
-// each review ever had, a listing in one of several orders with keyset cursors, changes that become visible a little
-// after their updated_date, malformed records for a while, a clock of its own (an offset from the world's), and
-// faults (throttling, server errors) while a fault window is open.
+// each review ever had, a listing in one of several orders (oldest or newest first) with keyset cursors, changes
+// that become visible some time after their updated_date (seconds, or minutes: beyond the bridge's lookback),
+// records that turn malformed for a while (classified by the bridge's real validator, src/upstream/validate.ts, as
+// the HTTP source does), a data clock of its own (an offset from the world's) and a Date header's clock apart from
+// it, and faults (throttling, server errors) while a fault window is open.
 
 /** How the listing is sorted. */
-export type ListingOrder = 'id-asc' | 'id-desc' | 'updated-asc';
+export type ListingOrder = 'id-asc' | 'id-desc' | 'updated-asc' | 'updated-desc';
 
-/** A malformed record listed for a while (an id the reviews never use). */
-interface Malformed {
+/**
+ * A record listed malformed for a while: of an id the reviews never use, or standing for a review's record (which
+ * the listing shows broken meanwhile, under the review's id and updated_date).
+ */
+export interface Malformed {
   id: number;
+  /** The raw record as the listing's JSON holds it. */
   raw: unknown;
-  reason: Reject['reason'];
 }
 
 /** The upstream service of one account. */
@@ -38,11 +43,13 @@ export class SimUpstream {
     private readonly world: World,
     readonly order: ListingOrder,
     readonly pageSize: number,
-    /** The upstream's clock minus the world's (ms). */
+    /** The upstream's data clock (its updated_date stamps) minus the world's (ms). */
     readonly clockOffsetMs: number,
+    /** Its Date header's clock minus its data clock (ms): a header stamped by another host than the data. */
+    readonly dateHeaderOffsetMs = 0,
   ) {}
 
-  /** The upstream's own time. */
+  /** The upstream's own time (its data clock). */
   now(): number {
     return this.world.clock.now() + this.clockOffsetMs;
   }
@@ -73,16 +80,22 @@ export class SimUpstream {
     const rows: Array<{ id: number; at: number; record: Review | Malformed }> = [];
     for (const id of this.reviews.keys()) {
       const r = this.visible(id);
-      if (r && (since === undefined || r.updated_date >= since)) rows.push({ id: r.id, at: r.updated_date, record: r });
+      if (!r || (since !== undefined && r.updated_date < since)) continue;
+      // A review whose record turned malformed is listed broken, where its record sorts.
+      rows.push({ id: r.id, at: r.updated_date, record: this.malformed.get(id) ?? r });
     }
-    // Malformed records have no readable date: listed by every full read, and by polls too (as an API would).
-    for (const m of this.malformed.values()) rows.push({ id: m.id, at: this.now(), record: m });
+    // Malformed records of ids of their own have no readable date: listed by every full read, and by polls too.
+    for (const m of this.malformed.values()) {
+      if (!this.reviews.has(m.id)) rows.push({ id: m.id, at: this.now(), record: m });
+    }
     const cmp =
       this.order === 'id-asc'
         ? (a: { id: number }, b: { id: number }) => a.id - b.id
         : this.order === 'id-desc'
           ? (a: { id: number }, b: { id: number }) => b.id - a.id
-          : (a: { id: number; at: number }, b: { id: number; at: number }) => a.at - b.at || a.id - b.id;
+          : this.order === 'updated-asc'
+            ? (a: { id: number; at: number }, b: { id: number; at: number }) => a.at - b.at || a.id - b.id
+            : (a: { id: number; at: number }, b: { id: number; at: number }) => b.at - a.at || b.id - a.id;
     return rows.sort(cmp);
   }
 
@@ -92,6 +105,7 @@ export class SimUpstream {
     const [at, id] = cursor.split(':').map(Number) as [number, number];
     if (this.order === 'id-asc') return row.id > id;
     if (this.order === 'id-desc') return row.id < id;
+    if (this.order === 'updated-desc') return row.at < at || (row.at === at && row.id < id);
     return row.at > at || (row.at === at && row.id > id);
   }
 
@@ -109,21 +123,10 @@ export class SimUpstream {
     const taken = rows.slice(0, this.pageSize);
     const last = taken.at(-1);
     const nextCursor = rows.length > taken.length && last ? `${last.at}:${last.id}` : null;
-    const reviews: Review[] = [];
-    const rejects: Reject[] = [];
-    taken.forEach((row, position) => {
-      if ('raw' in row.record) {
-        const m = row.record as Malformed;
-        rejects.push({
-          id: m.reason === 'malformed' ? null : String(m.id),
-          reason: m.reason,
-          detail: 'rating:invalid_type',
-          raw: m.raw,
-          position,
-        });
-      } else reviews.push(structuredClone(row.record));
-    });
-    const upstreamAt = this.now();
+    // The records as the listing's JSON carries them, classified by the bridge's own validator on its clock.
+    const records = taken.map((row) => ('raw' in row.record ? structuredClone(row.record.raw) : { ...row.record }));
+    const { reviews, rejects } = validateRecords(records, {}, { clock: () => this.world.clock.now() });
+    const upstreamAt = this.now() + this.dateHeaderOffsetMs;
     return { cursor: cursor ?? null, nextCursor, reviews, rejects, fetchedAt, upstreamAt, receivedAt: fetchedAt };
   }
 }
@@ -158,7 +161,7 @@ export class SimSource implements ReviewSource {
   }
 
   upstreamNow(): number | null {
-    return this.seen === null ? null : this.upstream.now();
+    return this.seen === null ? null : this.upstream.now() + this.upstream.dateHeaderOffsetMs;
   }
 
   async checkCredentials(): Promise<void> {}

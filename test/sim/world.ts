@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Scheduler } from 'fast-check';
 import { VirtualClock } from './clock.js';
 
@@ -31,6 +32,8 @@ const NEVER = new Promise<never>(() => undefined);
 /** The world's clock and scheduler, and the step every simulated call goes through. */
 export class World {
   readonly trace: TraceLine[] = [];
+  /** A digest of every trace line ever noted (the kept trace is only the last ones): for the replay test. */
+  private readonly traceHash = createHash('sha256');
   /** Set by the driver once the schedule is over: late steps of frozen or abandoned work do nothing. */
   over = false;
   /**
@@ -53,7 +56,13 @@ export class World {
   /** Records a line of the schedule's trace (faults, crashes, restarts; the last ones are kept). */
   note(what: string): void {
     this.trace.push({ at: this.clock.now() - this.start, what });
+    this.traceHash.update(`${this.clock.now() - this.start} ${what}\n`);
     if (this.trace.length > this.traceLimit * 2) this.trace.splice(0, this.trace.length - this.traceLimit);
+  }
+
+  /** The digest of the whole trace so far (hex). */
+  traceDigest(): string {
+    return this.traceHash.copy().digest('hex');
   }
 
   /**
