@@ -41,6 +41,8 @@ export interface SimTxn {
   epoch: number;
   state: 'open' | 'committed' | 'aborted';
   openedAt: number;
+  /** When it committed or aborted (virtual ms; the checker's progress bound reads it). */
+  endedAt?: number;
 }
 
 /** The cluster: topics, transactional ids, and the faults armed on it. */
@@ -105,7 +107,8 @@ export class SimKafka {
 
   /** Appends a record outside any transaction (an idempotent producer's send: at once visible to every reader). */
   appendOutside(topic: string, key: string, value: string): void {
-    this.append(topic, { key, value }, { id: '', epoch: 0, state: 'committed', openedAt: this.clock() });
+    const at = this.clock();
+    this.append(topic, { key, value }, { id: '', epoch: 0, state: 'committed', openedAt: at, endedAt: at });
   }
 
   /** The value of the last record of `key` in `topic`, committed or not (a read_uncommitted reader's view). */
@@ -121,7 +124,7 @@ export class SimKafka {
   /** Commits or aborts the producer's open transaction. */
   end(id: string, commit: boolean): void {
     const p = this.producers.get(id)!;
-    if (p.open) p.open.state = commit ? 'committed' : 'aborted';
+    if (p.open) Object.assign(p.open, { state: commit ? 'committed' : 'aborted', endedAt: this.clock() });
     p.open = null;
   }
 
