@@ -224,7 +224,11 @@ export function table(verdicts: readonly MutantVerdict[]): string {
   const rows = verdicts.map((v) => [
     v.name,
     v.faults,
-    v.killed ? 'killed' : 'survived',
+    v.killed
+      ? 'killed'
+      : PRODUCT_MUTANTS.find((m) => m.name === v.name)?.survivor
+        ? 'survived (documented)'
+        : 'survived',
     String(v.schedules),
     v.by,
     `${v.seconds.toFixed(0)} s`,

@@ -29,6 +29,11 @@ export interface ProductMutant {
   integration?: string[];
   /** One of the four mutants issue 48 names: the CI subset runs these. */
   named?: boolean;
+  /**
+   * Why the gate lets it survive (equivalent, or waiting on a fault class), as docs/testing.md explains it; a
+   * survivor without this fails the gate.
+   */
+  survivor?: string;
 }
 
 const COMMIT = 'src/bridge/pipeline/commit.ts';
@@ -52,6 +57,8 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: ['kafka-commit-lost'],
+    faults: ['kafka-commit-lost', 'crash'],
+    unit: ['test/unit/bridge/unresolved-commit.test.ts'],
   },
   {
     name: 'catch-up-no-flush',
@@ -84,6 +91,8 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
     ],
     focus: ['freeze', 'crash', 'redis-failover'],
     faults: ['freeze', 'crash', 'redis-failover', 'kafka-only-fence', 'kafka-commit-lost', 'redis-refuse-writes'],
+    survivor:
+      "equivalent in effect: every write of commit.lua carries expect_txn, and its entries are a commit Kafka's fence already let through (before the next leader's InitProducerId), which the next leader's restore applies all the same; a superseded leader's reads are fenced by the read's own epoch check; what remains are Redis-only checkpoint fields (a sweep cursor, lastIncrementalAt) that only cost re-reading",
   },
   {
     name: 'reused-txn',
