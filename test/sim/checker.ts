@@ -314,10 +314,15 @@ function everyVersion(
       const bound = silent || late.has(versions[i]!) ? SWEEP_BOUND_MS : VERSION_BOUND_MS;
       const due = dueBy({ from: from[i]!, to }, good, bound);
       if (due === null) continue;
+      // A version whose state is the last one published (changes and their undoing, made while the bridge could
+      // not read: the versions between were not due) only moves updated_date: nothing to say.
+      let last = -1;
+      for (const j of published.get(review)?.keys() ?? []) if (j < i) last = Math.max(last, j);
+      if (last >= 0 && sameState(versions[i]!, versions[last]!)) continue;
       const e = published.get(review)?.get(i);
       if (!e) {
         const list = perReview.get(review) ?? [];
-        return `review ${review}: ${describe(versions[i])} was listed from ${Math.max(0, from[i]! - target.start)} to ${to - target.start} ms, ${bound} ms of it healthy, and never published (the feed: ${list.map((x) => `${x.type.slice(7)}#${x.sequence}`).join(' ') || 'nothing'})`;
+        return `review ${review}: ${describe(versions[i])} was listed from ${Math.max(0, from[i]! - target.start)} to ${to - target.start} ms, ${bound} ms of it healthy, and never published (the feed: ${list.map((x) => `${x.type.slice(7)}#${x.sequence}`).join(' ') || 'nothing'}; the versions: ${versions.map((ver, j) => `${Math.max(0, from[j]! - target.start)} ms ${ver.client_publication_status}/${ver.pwr_publication_status}/${ver.updated_date}`).join(', ')})`;
       }
       if (e.committedAt > due)
         return `review ${review}: ${describe(versions[i])} (seq ${e.sequence}) was published at ${e.committedAt - target.start} ms, ${e.committedAt - due} ms after its bound (${bound} ms of healthy listing)`;

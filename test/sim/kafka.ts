@@ -268,7 +268,7 @@ export class SimSink implements PassesSink {
     const outcome = await this.world.step(this.actor, 'kafka commit', () => {
       if (!this.kafka.current(id, epoch)) return 'fenced' as const;
       const lose = this.kafka.loseCommits;
-      if (lose === null || (lose.sweepOnly && !duringSweep(outgoing, this.options.changelogTopic))) {
+      if (lose === null || (lose.sweepOnly && !sweepsCommit(outgoing, this.options.changelogTopic, this.kafka))) {
         this.kafka.end(id, true);
         if (process.env.SIM_LOG) this.world.note(`${this.actor.name} committed ${describeRecords(outgoing)}`);
         return 'committed' as const;
@@ -391,11 +391,16 @@ function describeRecords(outgoing: readonly Outgoing[]): string {
   return parts.join(' ');
 }
 
-// Whether a commit belongs to a sweep or initial load under way (its changelog checkpoint holds a sweep cursor).
-function duringSweep(outgoing: readonly Outgoing[], changelogTopic: string): boolean {
+// Whether a commit is a sweep's or an initial load's page: it moves the checkpoint's sweep cursor (a poll's commit
+// during a sweep carries the cursor as the changelog last had it: its answer is not lost with the sweep's).
+function sweepsCommit(outgoing: readonly Outgoing[], changelogTopic: string, kafka: SimKafka): boolean {
   for (const o of outgoing) {
-    if (o.topic !== changelogTopic || !String(o.message.key).endsWith('checkpoint')) continue;
-    return (JSON.parse(String(o.message.value)) as { sweep: unknown }).sweep !== null;
+    const key = String(o.message.key);
+    if (o.topic !== changelogTopic || !key.endsWith('checkpoint')) continue;
+    const sweep = (JSON.parse(String(o.message.value)) as { sweep: unknown }).sweep;
+    const last = kafka.committed(changelogTopic).findLast((r) => r.key === key && r.value !== null);
+    const before = last ? (JSON.parse(String(last.value)) as { sweep: unknown }).sweep : null;
+    return JSON.stringify(sweep) !== JSON.stringify(before);
   }
   return false;
 }
