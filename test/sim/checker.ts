@@ -1,10 +1,20 @@
 import type { BridgeConfig } from '../../src/config/config.js';
 import type { Review } from '../../src/core/review.js';
-import type { SimKafka } from './kafka.js';
+import { decodeChangelogRecord } from '../../src/core/changelog.js';
+import { DEPLOYMENT_HEADER } from '../../src/core/identity.js';
+import { decodeEntry, type SnapshotEntry } from '../../src/core/snapshot-entry.js';
+import { accountKeys } from '../../src/redis/connection.js';
+import { BUCKET_BITS } from '../../src/redis/store-common.js';
+import { MARKER_KEY } from '../../src/kafka/encoding.js';
+import type { SimKafka, SimRecord } from './kafka.js';
+import type { SimRedisServer } from './redis.js';
 import type { SimUpstream } from './upstream.js';
 
-// The contract (docs/guarantees.md) checked on what a read_committed consumer of a deployment's event topics sees
-// once the schedule is over: the properties below, in this order; the first one violated is the schedule's verdict.
+// The contract (docs/guarantees.md) checked on what a read_committed consumer of a deployment's topics sees once
+// the schedule is over, and on what the deployment leaves in Redis and the changelog: the properties below, in this
+// order; the first one violated is the schedule's verdict. Progress is checked against the schedule's fault windows:
+// once every fault has healed for HEAL_BOUND_MS, a version visible upstream must be published within
+// VERSION_BOUND_MS, and a deletion within LATE_BOUND_MS (not only at the end of the quiet tail).
 
 /** The properties, in the order they are checked. */
 export const PROPERTIES = [
@@ -13,8 +23,13 @@ export const PROPERTIES = [
   'nothing invented',
   'no second review.created',
   'sequence without gaps or restarts',
+  'nothing goes backwards',
   'deletions only of reviews gone upstream',
+  'every version published',
   'every final state reached',
+  'each dead letter once',
+  'state topic equals the upstream',
+  'Redis equals the changelog',
 ] as const;
 
 /** One property. */
@@ -27,6 +42,39 @@ export interface Violation {
   detail: string;
 }
 
+/**
+ * How long after a fault ends (world ms) the deployment may still be recovering: a lease running out (10 s), the
+ * pass backoff's cap (30 s), a restore. Outside these windows the deployment is healthy.
+ */
+export const HEAL_BOUND_MS = 45_000;
+/** A version visible this long while the deployment is healthy must be published within this long (ms). */
+export const VERSION_BOUND_MS = 12_000;
+/**
+ * What only a sweep finds (a deletion, an edit that keeps its updated_date, which polls cannot see) must be
+ * published within this long of healthy listing (ms): a sweep interval (60 s) and a sweep.
+ */
+export const LATE_BOUND_MS = 100_000;
+
+/** A stretch of world time [from, to) (absolute ms). */
+export interface Window {
+  from: number;
+  to: number;
+}
+
+/** What the checker reads of a deployment: its configuration and the world it ran in. */
+export interface CheckTarget {
+  name: string;
+  config: BridgeConfig;
+  kafka: SimKafka;
+  upstream: SimUpstream;
+  redis: SimRedisServer;
+  /** When faults (and the start-up) disturbed the deployment: the heal bound is added to each. */
+  disturbed: readonly Window[];
+  /** The start and the end of the schedule (world ms). */
+  start: number;
+  end: number;
+}
+
 interface SeenEvent {
   id: string;
   type: string;
@@ -35,6 +83,8 @@ interface SeenEvent {
   data: { review?: Partial<Review> } | undefined;
   /** Position in the consumer's reading order (a topic's records in offset order, topics in commit order). */
   at: number;
+  /** When its transaction committed (world ms). */
+  committedAt: number;
 }
 
 // The fields compared with the upstream's versions (the default field policy publishes them as they are).
@@ -50,8 +100,9 @@ function sameVersion(event: Partial<Review>, version: Review): boolean {
   return COMPARED.every((f) => !(f in event) || event[f] === version[f]);
 }
 
-// The final state a feed must reach: statuses and content. Not updated_date: a change and its undoing, both made
-// while the bridge could not read (an outage), leave the review as published with a newer date and nothing to say.
+// The state a feed must end in: statuses and content, not updated_date: a change and its undoing, both made while
+// the bridge could not read, leave the review as published with a newer date and nothing to say. A change missed
+// while the bridge could read is what 'every version published' finds (with updated_date).
 function sameState(event: Partial<Review>, version: Review): boolean {
   return COMPARED.every((f) => f === 'updated_date' || !(f in event) || event[f] === version[f]);
 }
@@ -67,19 +118,43 @@ export interface CheckStats {
   reviews: number;
 }
 
+/** The healthy stretches of [from, to): outside every disturbance and its heal bound. */
+export function healthy(disturbed: readonly Window[], from: number, to: number): Window[] {
+  const bad = disturbed
+    .map((w) => ({ from: w.from, to: w.to + HEAL_BOUND_MS }))
+    .sort((a, b) => a.from - b.from || a.to - b.to);
+  const out: Window[] = [];
+  let at = from;
+  for (const w of bad) {
+    if (w.from > at) out.push({ from: at, to: Math.min(w.from, to) });
+    at = Math.max(at, w.to);
+    if (at >= to) break;
+  }
+  if (at < to) out.push({ from: at, to });
+  return out.filter((w) => w.to > w.from);
+}
+
+/** When a version must be published by: the start of the first healthy stretch it is visible for long enough. */
+function dueBy(visible: Window, good: readonly Window[], bound: number): number | null {
+  for (const g of good) {
+    const from = Math.max(visible.from, g.from);
+    const to = Math.min(visible.to, g.to);
+    if (to - from >= bound) return from + bound;
+  }
+  return null;
+}
+
+const committedAt = (r: SimRecord): number => r.txn.endedAt ?? Number.POSITIVE_INFINITY;
+
 /** Checks the contract for one deployment; resolves the first violation, or null. */
-export function checkDeployment(
-  name: string,
-  config: BridgeConfig,
-  kafka: SimKafka,
-  upstream: SimUpstream,
-  stats: CheckStats,
-): Violation | null {
+export function checkDeployment(target: CheckTarget, stats: CheckStats): Violation | null {
+  const { name, config, kafka, upstream } = target;
   const t = config.kafka.topics;
   const topics = [t.created, t.statusChanged, t.updated, t.deleted];
   const events: SeenEvent[] = [];
   for (const topic of topics) {
     for (const r of kafka.committed(topic)) {
+      if (r.value === null) continue;
       const e = JSON.parse(String(r.value)) as {
         id: string;
         type: string;
@@ -87,7 +162,15 @@ export function checkDeployment(
         sequence: number;
         data?: SeenEvent['data'];
       };
-      events.push({ id: e.id, type: e.type, review: Number(e.subject), sequence: e.sequence, data: e.data, at: r.seq });
+      events.push({
+        id: e.id,
+        type: e.type,
+        review: Number(e.subject),
+        sequence: e.sequence,
+        data: e.data,
+        at: r.seq,
+        committedAt: committedAt(r),
+      });
     }
   }
   events.sort((a, b) => a.at - b.at);
@@ -147,6 +230,29 @@ export function checkDeployment(
       expected += 1;
     }
   }
+  // Each event stands for the earliest version at or after the previous event's that it matches: an event that
+  // matches only earlier versions (or an older updated_date) went backwards.
+  const published = new Map<number, Map<number, SeenEvent>>();
+  for (const [review, list] of perReview) {
+    const versions = upstream.history.get(review) ?? [];
+    const seen = new Map<number, SeenEvent>();
+    published.set(review, seen);
+    let index = 0;
+    let date = Number.NEGATIVE_INFINITY;
+    for (const e of list) {
+      const r = e.data?.review;
+      if (e.type === 'review.deleted' || !r) continue;
+      const found = versions.findIndex((ver, i) => i >= index && sameVersion(r, ver));
+      if (found < 0 || (r.updated_date ?? date) < date)
+        return v(
+          'nothing goes backwards',
+          `review ${review}: seq ${e.sequence} (${e.type}) carries ${describe(r)}, older than the version seq ${e.sequence - 1} carried`,
+        );
+      index = found;
+      date = r.updated_date ?? date;
+      if (!seen.has(found)) seen.set(found, e);
+    }
+  }
   for (const [review, list] of perReview) {
     const deletion = list.find((e) => e.type === 'review.deleted');
     if (deletion && !upstream.deleted.has(review))
@@ -155,6 +261,9 @@ export function checkDeployment(
         `review ${review} deleted at seq ${deletion.sequence} but still listed upstream`,
       );
   }
+  const good = healthy(target.disturbed, target.start, target.end);
+  const versionViolation = everyVersion(target, perReview, published, good);
+  if (versionViolation) return v('every version published', versionViolation);
   for (const [id, review] of upstream.reviews) {
     const list = perReview.get(id);
     const last = list?.at(-1);
@@ -166,11 +275,178 @@ export function checkDeployment(
   }
   for (const id of upstream.deleted) {
     const list = perReview.get(id);
-    if (list && list.at(-1)!.type !== 'review.deleted')
+    const last = list?.at(-1);
+    if (list && last!.type !== 'review.deleted')
       return v(
         'every final state reached',
-        `review ${id} is gone upstream and the feed has no review.deleted after seq ${list.at(-1)!.sequence}`,
+        `review ${id} is gone upstream and the feed has no review.deleted after seq ${last!.sequence}`,
       );
+    const gone = upstream.deletedAt.get(id)!;
+    const due = dueBy({ from: gone, to: target.end }, good, LATE_BOUND_MS);
+    if (last && due !== null && last.committedAt > due)
+      return v(
+        'every final state reached',
+        `review ${id} deleted upstream at ${gone - target.start} ms was reported ${last.committedAt - due} ms after its bound (${LATE_BOUND_MS} ms once healthy)`,
+      );
+  }
+  return deadLettersOnce(target) ?? stateTopic(target) ?? redisAgrees(target);
+}
+
+// Every version visible for VERSION_BOUND_MS of healthy time is published, by the end of that time.
+function everyVersion(
+  target: CheckTarget,
+  perReview: ReadonlyMap<number, SeenEvent[]>,
+  published: ReadonlyMap<number, ReadonlyMap<number, SeenEvent>>,
+  good: readonly Window[],
+): string | null {
+  const { upstream } = target;
+  const late = lateVersions(upstream);
+  for (const [review, versions] of upstream.history) {
+    const until = upstream.deletedAt.get(review) ?? target.end;
+    const from = versions.map((ver) => upstream.visibleFrom(ver));
+    for (let i = 0; i < versions.length; i++) {
+      // Shown from its time until a later version shows (a later one may become visible first: then never).
+      let to = until;
+      for (let j = i + 1; j < versions.length; j++) to = Math.min(to, from[j]!);
+      // An edit that keeps its updated_date is invisible to polls, and a late change (listed after a newer one)
+      // may be older than the learned lookback (src/core/lookback.ts): the next sweep finds them.
+      const silent = i > 0 && versions[i]!.updated_date === versions[i - 1]!.updated_date;
+      const bound = silent || late.has(versions[i]!) ? LATE_BOUND_MS : VERSION_BOUND_MS;
+      const due = dueBy({ from: from[i]!, to }, good, bound);
+      if (due === null) continue;
+      // A version whose state is the last one published (changes and their undoing, made while the bridge could
+      // not read: the versions between were not due) only moves updated_date: nothing to say.
+      let last = -1;
+      for (const j of published.get(review)?.keys() ?? []) if (j < i) last = Math.max(last, j);
+      if (last >= 0 && sameState(versions[i]!, versions[last]!)) continue;
+      const e = published.get(review)?.get(i);
+      if (!e) {
+        const list = perReview.get(review) ?? [];
+        return `review ${review}: ${describe(versions[i])} was listed from ${Math.max(0, from[i]! - target.start)} to ${to - target.start} ms, ${bound} ms of it healthy, and never published (the feed: ${list.map((x) => `${x.type.slice(7)}#${x.sequence}`).join(' ') || 'nothing'}; the versions: ${versions.map((ver, j) => `${Math.max(0, from[j]! - target.start)} ms ${ver.client_publication_status}/${ver.pwr_publication_status}/${ver.updated_date}`).join(', ')})`;
+      }
+      if (e.committedAt > due)
+        return `review ${review}: ${describe(versions[i])} (seq ${e.sequence}) was published at ${e.committedAt - target.start} ms, ${e.committedAt - due} ms after its bound (${bound} ms of healthy listing)`;
+    }
+  }
+  return null;
+}
+
+// The versions listed after a version with a later updated_date was (of any review): late changes.
+function lateVersions(upstream: SimUpstream): Set<Review> {
+  const all = [...upstream.history.values()].flat().sort((a, b) => upstream.visibleFrom(a) - upstream.visibleFrom(b));
+  const late = new Set<Review>();
+  let newest = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < all.length;) {
+    // Versions listed at the same moment are not late to one another.
+    let j = i;
+    while (j < all.length && upstream.visibleFrom(all[j]!) === upstream.visibleFrom(all[i]!)) j++;
+    const batch = all.slice(i, j);
+    for (const ver of batch) if (ver.updated_date < newest) late.add(ver);
+    for (const ver of batch) newest = Math.max(newest, ver.updated_date);
+    i = j;
+  }
+  return late;
+}
+
+// A bad record is dead-lettered once (guarantees.md: "sent once"); a repeat is allowed only across a disturbance
+// (Redis losing the dead-letter memory, a crash between the commit and remembering it, an unknown commit outcome).
+function deadLettersOnce(target: CheckTarget): Violation | null {
+  const first = new Map<string, SimRecord>();
+  for (const r of target.kafka.committed(target.config.kafka.topics.deadLetter)) {
+    const key = String(r.key);
+    const before = first.get(key);
+    if (!before) {
+      first.set(key, r);
+      continue;
+    }
+    const [a, b] = [committedAt(before), committedAt(r)];
+    const excused = target.disturbed.some((w) => w.from <= b && w.to + HEAL_BOUND_MS >= a);
+    if (!excused)
+      return {
+        deployment: target.name,
+        property: 'each dead letter once',
+        detail: `dead letter ${key} published at ${a - target.start} and again at ${b - target.start} ms, with no fault between`,
+      };
+    first.set(key, r);
+  }
+  return null;
+}
+
+// The state topic read as a table (the last row of each key; a tombstone removes it) equals the upstream.
+function stateTopic(target: CheckTarget): Violation | null {
+  const rows = new Map<string, string | null>();
+  for (const r of target.kafka.committed(target.config.kafka.topics.state)) {
+    rows.set(String(r.key), r.value === null ? null : String(r.value));
+  }
+  const v = (detail: string): Violation => ({
+    deployment: target.name,
+    property: 'state topic equals the upstream',
+    detail,
+  });
+  for (const [id, review] of target.upstream.reviews) {
+    const row = rows.get(String(id));
+    const state = row ? (JSON.parse(row) as { review: Partial<Review>; updated_date: number }) : null;
+    if (!state || !sameState(state.review, review))
+      return v(`review ${id}: the state topic holds ${describe(state?.review)}, the upstream ${describe(review)}`);
+  }
+  for (const id of target.upstream.deleted) {
+    const row = rows.get(String(id));
+    if (row !== undefined && row !== null)
+      return v(`review ${id} is gone upstream and its state row is not a tombstone`);
+  }
+  return null;
+}
+
+const entryText = (e: SnapshotEntry): string => JSON.stringify(e);
+
+// The changelog folded (the last record of each key; a deletion marker removes the entry) equals Redis's snapshot,
+// and its last checkpoint's transaction is the one Redis's checkpoint names.
+function redisAgrees(target: CheckTarget): Violation | null {
+  const { config, kafka, redis } = target;
+  const prefix = config.kafka.changelogKeyPrefix ?? config.kafka.keyPrefix ?? '';
+  const mine = config.kafka.identity?.deployment;
+  const folded = new Map<number, string>();
+  let txn = 0;
+  for (const r of kafka.committed(config.kafka.topics.changelog)) {
+    if (r.key === null || !r.key.startsWith(prefix)) continue;
+    const deployment = r.headers[DEPLOYMENT_HEADER];
+    if (deployment !== undefined && deployment !== mine) continue;
+    const key = r.key.slice(prefix.length);
+    if (key === MARKER_KEY) continue;
+    const value = r.value === null ? null : Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value);
+    const record = decodeChangelogRecord(key, value);
+    if (record?.kind === 'checkpoint') txn = Math.max(txn, record.checkpoint.txn);
+    else if (record?.kind === 'entry') {
+      if (record.deleted) folded.delete(record.id);
+      else folded.set(record.id, entryText(record.entry));
+    } else if (value === null && key.startsWith('e:')) folded.delete(Number(key.slice(2)));
+  }
+  const keys = accountKeys(config.redis.keyPrefix, config.account);
+  const held = new Map<number, string>();
+  for (const bucketKey of redis.keys(keys.bucketPattern)) {
+    const bucket = redis.get(bucketKey);
+    if (bucket?.t !== 'hash') continue;
+    const n = Number(/:s:(\d+)$/.exec(bucketKey)?.[1]);
+    for (const [field, value] of bucket.v) {
+      if (field === 'm') continue;
+      held.set(n * 2 ** BUCKET_BITS + Number(field), entryText(decodeEntry(value)));
+    }
+  }
+  const ckpt = redis.get(keys.checkpoint);
+  const redisTxn = ckpt?.t === 'hash' ? Number(ckpt.v.get('txn')?.toString('utf8') ?? '0') : 0;
+  const v = (detail: string): Violation => ({
+    deployment: target.name,
+    property: 'Redis equals the changelog',
+    detail,
+  });
+  if (txn === 0 && held.size === 0) return null;
+  if (redisTxn !== txn) return v(`Redis names changelog transaction ${redisTxn}, the changelog ends at ${txn}`);
+  for (const [id, entry] of folded) {
+    if (held.get(id) !== entry)
+      return v(`review ${id}: Redis holds ${held.get(id) ?? 'nothing'}, the changelog ${entry}`);
+  }
+  for (const id of held.keys()) {
+    if (!folded.has(id)) return v(`review ${id}: Redis holds an entry the changelog does not`);
   }
   return null;
 }

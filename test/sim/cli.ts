@@ -18,6 +18,7 @@ function usage(): never {
   console.error(
     'usage: npm run simulate:faults -- --schedules N --seed S [--mutant NAME] [--faults LIST] [--stop-at-first]\n' +
       '  [--shrink SECONDS]: shrink each failing schedule with fast-check for at most that long\n' +
+      '  [--focus LIST]: every schedule has at least one fault of these classes\n' +
       `  --faults: a comma-separated list of fault classes, or +class/-class changes to the default\n` +
       `  fault classes: ${FAULT_CLASSES.join(', ')}\n  default: ${DEFAULT_FAULTS.join(', ')}\n` +
       `  mutants: ${Object.keys(MUTANTS).join(', ')}`,
@@ -58,7 +59,7 @@ export function report(result: ScheduleResult, options: SimulationOptions): stri
     `  plan: ${JSON.stringify(result.plan)}`,
     `  trace (virtual ms since the start):`,
     ...result.trace.slice(-60).map((t) => `    ${String(t.at).padStart(7)} ${t.what}`),
-    `  replay: npm run simulate:faults -- --schedules 1 --seed ${result.seed} --faults ${faults}${options.mutant ? ` --mutant ${options.mutant}` : ''}`,
+    `  replay: npm run simulate:faults -- --schedules 1 --seed ${result.seed} --faults ${faults}${options.mutant ? ` --mutant ${options.mutant}` : ''}${options.focus?.length ? ` --focus ${options.focus.join(',')}` : ''}`,
   ];
   return lines.join('\n');
 }
@@ -70,6 +71,7 @@ async function main(): Promise<void> {
       seed: { type: 'string' },
       mutant: { type: 'string' },
       faults: { type: 'string' },
+      focus: { type: 'string' },
       'stop-at-first': { type: 'boolean', default: false },
       shrink: { type: 'string' },
       help: { type: 'boolean', default: false },
@@ -80,7 +82,8 @@ async function main(): Promise<void> {
   const seed = values.seed === undefined ? (Date.now() ^ (process.pid << 8)) | 0 : Number(values.seed);
   if (!Number.isInteger(schedules) || schedules < 1 || !Number.isInteger(seed)) usage();
   if (values.mutant !== undefined && !MUTANTS[values.mutant]) usage();
-  const options: SimulationOptions = { faults: faultList(values.faults), mutant: values.mutant };
+  const focus = values.focus === undefined ? undefined : faultList(values.focus);
+  const options: SimulationOptions = { faults: faultList(values.faults), mutant: values.mutant, focus };
   console.log(
     `simulating ${schedules} schedules from seed ${seed}; faults ${[...faultsOf(options)].join(',')}${options.mutant ? `; mutant ${options.mutant}` : ''}`,
   );

@@ -48,6 +48,8 @@ export interface SimTxn {
   epoch: number;
   state: 'open' | 'committed' | 'aborted';
   openedAt: number;
+  /** When it committed or aborted (virtual ms; the checker's progress bound reads it). */
+  endedAt?: number;
 }
 
 /** The cluster: topics, transactional ids, and the faults armed on it. */
@@ -140,7 +142,8 @@ export class SimKafka {
 
   /** Appends a record outside any transaction (an idempotent producer's send: at once visible to every reader). */
   appendOutside(topic: string, key: string, value: string): void {
-    this.append(topic, { key, value }, { id: '', epoch: 0, state: 'committed', openedAt: this.clock() });
+    const at = this.clock();
+    this.append(topic, { key, value }, { id: '', epoch: 0, state: 'committed', openedAt: at, endedAt: at });
   }
 
   /** The value of the last record of `key` in `topic`, committed or not (a read_uncommitted reader's view). */
@@ -156,7 +159,7 @@ export class SimKafka {
   /** Commits or aborts the producer's open transaction. */
   end(id: string, commit: boolean): void {
     const p = this.producers.get(id)!;
-    if (p.open) p.open.state = commit ? 'committed' : 'aborted';
+    if (p.open) Object.assign(p.open, { state: commit ? 'committed' : 'aborted', endedAt: this.clock() });
     p.open = null;
   }
 
@@ -318,7 +321,7 @@ export class SimSink implements PassesSink {
       this.expire();
       if (!this.kafka.current(id, epoch)) return 'fenced' as const;
       const lose = this.kafka.loseCommits;
-      if (lose === null || (lose.sweepOnly && !duringSweep(outgoing, this.options.changelogTopic))) {
+      if (lose === null || (lose.sweepOnly && !sweepsCommit(outgoing, this.options.changelogTopic, this.kafka))) {
         this.kafka.end(id, true);
         if (process.env.SIM_LOG) this.world.note(`${this.actor.name} committed ${describeRecords(outgoing)}`);
         return 'committed' as const;
@@ -447,11 +450,16 @@ function describeRecords(outgoing: readonly Outgoing[]): string {
   return parts.join(' ');
 }
 
-// Whether a commit belongs to a sweep or initial load under way (its changelog checkpoint holds a sweep cursor).
-function duringSweep(outgoing: readonly Outgoing[], changelogTopic: string): boolean {
+// Whether a commit is a sweep's or an initial load's page: it moves the checkpoint's sweep cursor (a poll's commit
+// during a sweep carries the cursor as the changelog last had it: its answer is not lost with the sweep's).
+function sweepsCommit(outgoing: readonly Outgoing[], changelogTopic: string, kafka: SimKafka): boolean {
   for (const o of outgoing) {
-    if (o.topic !== changelogTopic || !String(o.message.key).endsWith('checkpoint')) continue;
-    return (JSON.parse(String(o.message.value)) as { sweep: unknown }).sweep !== null;
+    const key = String(o.message.key);
+    if (o.topic !== changelogTopic || !key.endsWith('checkpoint')) continue;
+    const sweep = (JSON.parse(String(o.message.value)) as { sweep: unknown }).sweep;
+    const last = kafka.committed(changelogTopic).findLast((r) => r.key === key && r.value !== null);
+    const before = last ? (JSON.parse(String(last.value)) as { sweep: unknown }).sweep : null;
+    return JSON.stringify(sweep) !== JSON.stringify(before);
   }
   return false;
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { Review } from '../../src/core/review.js';
-import { checkDeployment, type CheckStats, type Violation } from './checker.js';
+import { checkDeployment, type CheckStats, type Violation, type Window } from './checker.js';
 import { VirtualClock } from './clock.js';
 import { Deployment, SIM_ENV, type PortWrappers } from './deployment.js';
 import { DELETE_RETENTION_MS, SimKafka } from './kafka.js';
@@ -19,6 +19,8 @@ export interface SimulationOptions {
   faults?: readonly FaultClass[];
   /** A mutant of mutants.ts. */
   mutant?: string;
+  /** Classes every schedule has at least one fault of (as a mutant's own classes; the mutation gate's trigger). */
+  focus?: readonly FaultClass[];
 }
 
 /** What one schedule did. */
@@ -41,7 +43,13 @@ const STEP_LIMIT = 400_000;
 export function faultsOf(options: SimulationOptions): Set<FaultClass> {
   const faults = new Set<FaultClass>(options.faults ?? DEFAULT_FAULTS);
   if (options.mutant) for (const f of mutant(options.mutant).faults) faults.add(f);
+  for (const f of options.focus ?? []) faults.add(f);
   return faults;
+}
+
+/** The classes every schedule of a run has a fault of: the mutant's and the run's focus. */
+function focusOf(options: SimulationOptions): FaultClass[] {
+  return [...(options.mutant ? mutant(options.mutant).faults : []), ...(options.focus ?? [])];
 }
 
 function mutant(name: string) {
@@ -233,18 +241,23 @@ export async function runSchedule(
   };
   for (const change of plan.changes) clock.at(START + change.at, () => apply(change));
 
-  // Faults.
+  // Faults, and when each disturbed the deployments (the checker's progress bound starts once they heal).
+  const disturbed: Window[] = [{ from: START, to: START + mainStart }];
   for (const f of plan.faults) {
     clock.at(START + f.at, () => {
       world.note(`fault ${JSON.stringify(f)}`);
+      const lasts = 'ms' in f ? f.ms + (f.kind === 'kafka-commit-lost' ? 5_000 : 0) : 0;
+      if (f.kind !== 'crash') disturbed.push({ from: clock.now(), to: clock.now() + lasts });
       switch (f.kind) {
         case 'crash': {
           const replica = main.replicas[f.replica];
           if (!replica || replica.actor.crashed) return;
           replica.actor.crashAt = { step: replica.actor.steps + f.afterSteps, after: f.after };
           const watch = (): void => {
-            if (replica.actor.crashed) clock.at(clock.now() + f.downMs, () => main.start(f.replica));
-            else if (clock.now() < START + plan.phaseMs) clock.at(clock.now() + 1_000, watch);
+            if (replica.actor.crashed) {
+              disturbed.push({ from: clock.now() - 1_000, to: clock.now() + f.downMs });
+              clock.at(clock.now() + f.downMs, () => main.start(f.replica));
+            } else if (clock.now() < START + plan.phaseMs) clock.at(clock.now() + 1_000, watch);
             else replica.actor.crashAt = null;
           };
           watch();
@@ -395,7 +408,10 @@ export async function runSchedule(
         detail: `no end after ${STEP_LIMIT} steps (a livelock)`,
       }
     : null;
-  for (const d of deployments) violation ??= checkDeployment(d.name, d.config, kafka, d.upstream, stats);
+  for (const d of deployments) {
+    const target = { name: d.name, config: d.config, kafka, upstream: d.upstream, redis, disturbed, start: START, end };
+    violation ??= checkDeployment(target, stats);
+  }
   const digest = `${world.traceDigest()}:${kafka.digest()}:${redis.digest()}`;
   return { violation, plan, trace: world.trace, steps, stats, digest };
 }
@@ -410,14 +426,10 @@ export async function runSeed(seed: number, options: SimulationOptions = {}): Pr
   const faults = faultsOf(options);
   let outcome = null as ScheduleOutcome | null;
   const details = await fc.check(
-    fc.asyncProperty(
-      fc.scheduler(),
-      planArb(faults, options.mutant ? mutant(options.mutant).faults : []),
-      async (s, plan) => {
-        outcome = await runSchedule(s, plan, faults, options.mutant);
-        return outcome.violation === null;
-      },
-    ),
+    fc.asyncProperty(fc.scheduler(), planArb(faults, focusOf(options)), async (s, plan) => {
+      outcome = await runSchedule(s, plan, faults, options.mutant);
+      return outcome.violation === null;
+    }),
     { seed, numRuns: 1, endOnFailure: true },
   );
   if (!outcome)
@@ -442,15 +454,11 @@ export async function shrinkSeed(
   const faults = faultsOf(options);
   let smallest: ScheduleOutcome | null = null;
   await fc.check(
-    fc.asyncProperty(
-      fc.scheduler(),
-      planArb(faults, options.mutant ? mutant(options.mutant).faults : []),
-      async (s, plan) => {
-        const outcome = await runSchedule(s, plan, faults, options.mutant);
-        if (outcome.violation) smallest = outcome;
-        return outcome.violation === null;
-      },
-    ),
+    fc.asyncProperty(fc.scheduler(), planArb(faults, focusOf(options)), async (s, plan) => {
+      const outcome = await runSchedule(s, plan, faults, options.mutant);
+      if (outcome.violation) smallest = outcome;
+      return outcome.violation === null;
+    }),
     { seed, numRuns: 1, interruptAfterTimeLimit: seconds * 1000, markInterruptAsFailure: false },
   );
   return smallest;

@@ -34,6 +34,8 @@ export class SimUpstream {
   private readonly visibleAt = new Map<Review, number>();
   /** Reviews deleted upstream (they never come back in these schedules). */
   readonly deleted = new Set<number>();
+  /** When each deleted review left the listing (world time). */
+  readonly deletedAt = new Map<number, number>();
   readonly malformed = new Map<number, Malformed>();
   /** Requests fail with this kind while set. */
   fault: 'throttled' | 'server' | 'network' | null = null;
@@ -72,7 +74,15 @@ export class SimUpstream {
   }
 
   remove(id: number): void {
-    if (this.reviews.delete(id)) this.deleted.add(id);
+    if (this.reviews.delete(id)) {
+      this.deleted.add(id);
+      this.deletedAt.set(id, this.world.clock.now());
+    }
+  }
+
+  /** When a version became (or becomes) visible in the listing (world time). */
+  visibleFrom(version: Review): number {
+    return this.visibleAt.get(version) ?? 0;
   }
 
   /** The listing's records, sorted (reviews and malformed records, each with its sort key). */
