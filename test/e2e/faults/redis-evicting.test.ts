@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { redisForFile } from '../../helpers/file-redis.js';
 import { startSimulator } from '../../../src/simulator/index.js';
 import { accountKeys } from '../../../src/redis/connection.js';
 import { capturedLogger, startTestBridge, testEnv } from '../../helpers/bridge.js';
@@ -17,16 +18,7 @@ import { openRedis, redisAddress } from '../../helpers/topologies.js';
 const REVIEWS = 20_000;
 const FRACTION = 0.8;
 const redis = new PrivateRedis(await freePort(), 'redis-evicting', 'none');
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis.wipe();
-  await redis.start();
-});
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  await redis.stop();
-});
+const cleanups = redisForFile(redis);
 
 /** A figure of INFO (memory or stats). */
 const infoField = (info: string, name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? NaN);

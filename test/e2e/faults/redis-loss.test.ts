@@ -1,5 +1,6 @@
 import { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { redisForFile } from '../../helpers/file-redis.js';
 import { startSimulator } from '../../../src/simulator/index.js';
 import { accountKeys } from '../../../src/redis/connection.js';
 import { pollsCommitted, startTestBridge, testEnv } from '../../helpers/bridge.js';
@@ -17,16 +18,7 @@ const PORT = Number(process.env.FAULT_REDIS_LOSS_PORT ?? 36489);
 const REVIEWS = 3_000;
 const redis = new PrivateRedis(PORT, `redis-loss-${PORT}`, 'none');
 const cluster = await RedisTopology.forFile('cluster');
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis.wipe();
-  await redis.start();
-});
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  await redis.stop();
-});
+const cleanups = redisForFile(redis);
 
 describe('fault: Redis loses every key', () => {
   it('a single Redis: restored from the Kafka changelog, exactly once, no restarted sequence, no re-listing', async () => {

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { redisForFile } from '../../helpers/file-redis.js';
 import { startSimulator } from '../../../src/simulator/index.js';
 import { accountKeys, type AccountKeys } from '../../../src/redis/connection.js';
 import { pollsCommitted, startTestBridge, testEnv } from '../../helpers/bridge.js';
@@ -15,16 +16,7 @@ import { openRedis, redisAddress } from '../../helpers/topologies.js';
 const REVIEWS = 3_000;
 const LOSSES = 4;
 const redis = new PrivateRedis(await freePort(), 'redis-partial-loss', 'none');
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis.wipe();
-  await redis.start();
-});
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  await redis.stop();
-});
+const cleanups = redisForFile(redis);
 
 type Probe = ReturnType<typeof openRedis>;
 

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { redisForFile } from '../../helpers/file-redis.js';
 import { startSimulator } from '../../../src/simulator/index.js';
 import { accountKeys } from '../../../src/redis/connection.js';
 import { pollsCommitted, startTestBridge, testEnv } from '../../helpers/bridge.js';
@@ -15,16 +16,7 @@ import { openRedis, redisAddress } from '../../helpers/topologies.js';
 const REVIEWS = 2_000;
 const REFUSAL_MS = 25_000;
 const redis = new PrivateRedis(await freePort(), 'redis-refuses-writes', 'none');
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis.wipe();
-  await redis.start();
-});
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  await redis.stop();
-});
+const cleanups = redisForFile(redis);
 
 describe('fault: Redis refuses writes for tens of seconds', () => {
   it('mid-history (maxmemory with noeviction): once writes come back, nothing twice, nothing lost', async () => {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { redisForFile } from '../../helpers/file-redis.js';
 import { startSimulator } from '../../../src/simulator/index.js';
 import { startTestBridge, testEnv } from '../../helpers/bridge.js';
 import {
@@ -22,16 +23,7 @@ import { PrivateRedis, waitFor } from '../../helpers/processes.js';
 const PORT = Number(process.env.FAULT_REDIS_PORT ?? 36479);
 const OUTAGE_MS = Number(process.env.FAULT_REDIS_OUTAGE_MS ?? 5_000);
 const redis = new PrivateRedis(PORT);
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  redis.wipe();
-  await redis.start();
-});
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => undefined);
-  await redis.stop();
-});
+const cleanups = redisForFile(redis);
 
 describe('fault: Redis restarted', () => {
   it('pauses while Redis is away, then catches up; nothing lost, checkpoint intact', async () => {
