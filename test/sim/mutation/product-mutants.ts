@@ -140,7 +140,11 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
         from: '    await this.catchUp();\n    const position = (this.position ??= await this.loadPosition(epoch));\n    const changelog = { ...position, txn: position.txn + 1, epoch };',
         to: '    await this.catchUp();\n    const early = await remove(epoch, entries);\n    const position = (this.position ??= await this.loadPosition(epoch));\n    const changelog = { ...position, txn: position.txn + 1, epoch };',
       },
-      { file: COMMIT, from: 'const removed = await remove(epoch, entries);', to: 'const removed = early;' },
+      {
+        file: COMMIT,
+        from: '    const removal: Removal = { entries, remove, removed: null };',
+        to: '    const removal: Removal = { entries, remove: async () => early, removed: null };',
+      },
     ],
     focus: ['kafka-send', 'crash'],
   },
@@ -232,7 +236,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
     edits: [
       {
         file: 'src/bridge/passes/poll-state.ts',
-        from: 'return Math.max(0, watermark - this.lookback.current(now) - this.pagingAllowance());',
+        from: 'return Math.max(0, watermark - this.lookbackMs(now) - this.pagingAllowance());',
         to: 'return Math.max(0, watermark);',
       },
     ],
@@ -240,15 +244,16 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
   },
   {
     name: 'watermark-uncapped',
-    description: "watermark and lookback: the watermark is not capped by the upstream's Date header",
+    description:
+      "watermark and lookback: the watermark is not capped by the upstream's present (a stamp ahead hides later changes)",
     edits: [
       {
-        file: 'src/core/lookback.ts',
-        from: 'return upstreamAt === null ? maxSeen : Math.min(maxSeen, upstreamAt + aheadMs);',
-        to: 'return upstreamAt === null ? maxSeen : Math.max(maxSeen, upstreamAt);',
+        file: 'src/core/upstream-present.ts',
+        from: 'return Math.min(maxSeen, present + slackMs);',
+        to: 'return maxSeen;',
       },
     ],
-    focus: [],
+    focus: ['stamps-ahead'],
   },
   {
     name: 'stale-read-overrides',
