@@ -213,7 +213,8 @@ export class Passes implements PassRunner {
       });
       if (span) endSpan(span, 'ok');
       // The generated fingerprint key is copied to the changelog only once the restore trusted that topic.
-      if (!outcome.reacquire) await this.keySource?.persist();
+      // After a full restore the topic may be new (a reset after it was created again): its copy is read again.
+      if (!outcome.reacquire) await this.keySource?.persist(outcome.kind === 'full');
       // Restored or sealed as it stands: a key lost from now on is told from one never written.
       if (!outcome.reacquire) this.pipeline.sealed();
       return !outcome.reacquire;
