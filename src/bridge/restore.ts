@@ -1,5 +1,10 @@
 import type { Logger } from 'pino';
-import { CHECKPOINT_RECORD_KEY, decodeChangelogRecord, type ChangelogCheckpoint } from '../core/changelog.js';
+import {
+  CHECKPOINT_RECORD_KEY,
+  MARKER_RECORD_KEY,
+  decodeChangelogRecord,
+  type ChangelogCheckpoint,
+} from '../core/changelog.js';
 import type { SnapshotEntry } from '../core/snapshot-entry.js';
 import { ConfigError } from '../core/errors.js';
 import { foreignIdentity, type Identity } from '../core/identity.js';
@@ -25,7 +30,9 @@ import { foreignIdentity, type Identity } from '../core/identity.js';
 //   (it reflects a changelog transaction, and names no other deployment), a checkpoint of this deployment in the
 //   topic adopted them before, or the operator says so (KAFKA_CHANGELOG_ADOPT_LEGACY);
 // - a topic whose partitions end before the offsets Redis's last commit got (deleted and created again, or
-//   truncated) is not the changelog Redis reflects.
+//   truncated) is not the changelog Redis reflects; nor is one (in a topic other accounts keep writing, whose ends
+//   pass Redis's offsets) with no record of the account at the offsets of Redis's last commit and no checkpoint of
+//   the account at or after Redis's transaction (checked before anything is cleared: see verifySameTopic).
 
 /** A changelog record of the account as the reader hands it over. */
 export interface RestoreRecord {
@@ -34,6 +41,9 @@ export interface RestoreRecord {
   txn: number;
   /** The deployment that wrote it (null or absent: before identities). */
   deployment?: string | null;
+  /** Where it is in the topic (absent: unknown, e.g. a reader built by hand). */
+  partition?: number;
+  offset?: number;
 }
 
 /** What a restore reads and writes. */
@@ -157,11 +167,16 @@ export async function restoreFromChangelog(
   let legacy = 0;
   let skipped = 0;
   let adopted = deps.adoptLegacy === true || (state.txn !== null && !foreign);
+  // Redis's last commit: the topic must still hold what it wrote (a full restore checks before clearing anything).
+  const same =
+    mine && !foreign && state.txn !== null && state.txn > 0 ? new SameTopic(state.txn, state.offsets, mine) : null;
+  if (same && kind === 'full') await verifySameTopic(same, ports, refusals, true, deps.signal);
   const onRecords = async (records: RestoreRecord[]): Promise<void> => {
     deps.alive?.();
     const batch: Array<readonly [number, SnapshotEntry | null, number?]> = [];
     for (const record of records) {
       const deployment = record.deployment ?? null;
+      same?.see(record);
       if (mine && deployment !== null && deployment !== mine.deployment) {
         // Another deployment's record under this account's keys: its checkpoint stops the start (below).
         if (record.key === CHECKPOINT_RECORD_KEY) {
@@ -201,6 +216,7 @@ export async function restoreFromChangelog(
   const from = kind === 'full' ? {} : state.offsets;
   const ends = await ports.readChangelog(from, onRecords, deps.signal);
   if (mine && !foreign) refusals.checkOffsets(state.offsets, ends);
+  if (same && kind === 'tail') await verifySameTopic(same, ports, refusals, false, deps.signal);
   if (legacy > 0 && !adopted) refusals.legacy(legacy);
   if (skipped > 0) deps.logger.warn({ skipped }, "skipped other deployments' records in the changelog");
   if (mine && legacy > 0)
@@ -255,6 +271,64 @@ export function checkRedisIdentity(
   return former;
 }
 
+/**
+ * What says the topic is the one Redis's last commit (transaction `txn`, at `offsets`) went to: a record of the
+ * account exactly at one of those offsets, written by that transaction or an end marker of an earlier read (a read
+ * only sees markers written before it, and never at offsets before the topic's end). Failing that (compaction
+ * removed it, or Redis's offsets are older), a checkpoint of the account at or after `txn` anywhere in the topic.
+ */
+class SameTopic {
+  vouched = false;
+  newest: number | null = null;
+
+  constructor(
+    readonly txn: number,
+    readonly offsets: Record<number, number>,
+    private readonly mine: Identity,
+  ) {}
+
+  /** Notes a record of the reads (another deployment's records vouch for nothing). */
+  see(record: RestoreRecord): void {
+    const deployment = record.deployment ?? null;
+    if (deployment !== null && deployment !== this.mine.deployment) return;
+    if (record.key === CHECKPOINT_RECORD_KEY && record.value !== null) {
+      const decoded = decodeChangelogRecord(record.key, record.value);
+      if (decoded?.kind === 'checkpoint') this.newest = Math.max(this.newest ?? 0, decoded.checkpoint.txn);
+    }
+    if (record.partition === undefined || record.offset === undefined) return;
+    if (this.offsets[record.partition] !== record.offset) return;
+    if (record.txn === this.txn || (record.key === MARKER_RECORD_KEY && record.txn === 0)) this.vouched = true;
+  }
+
+  /** Whether a checkpoint at or after Redis's transaction was seen. */
+  get reached(): boolean {
+    return this.vouched || (this.newest !== null && this.newest >= this.txn);
+  }
+}
+
+/**
+ * Refuses, before a restore clears or writes anything, a topic that holds nothing of Redis's last commit: read only
+ * (but for the reads' end markers), first from Redis's offsets, then, with nothing found there, the whole topic for
+ * the account's newest checkpoint.
+ */
+async function verifySameTopic(
+  same: SameTopic,
+  ports: RestorePorts,
+  refusals: Refusals,
+  /** Read from Redis's offsets first (false: the tail read just did). */
+  atOffsets: boolean,
+  signal?: AbortSignal,
+): Promise<void> {
+  const look = (records: RestoreRecord[]): Promise<void> => {
+    for (const record of records) same.see(record);
+    return Promise.resolve();
+  };
+  if (atOffsets && !same.reached && Object.keys(same.offsets).length > 0)
+    await ports.readChangelog(same.offsets, look, signal);
+  if (!same.reached) await ports.readChangelog({}, look, signal);
+  if (!same.reached) refusals.recreated(same.txn, same.newest);
+}
+
 /** The refusals of a restore: each a ConfigError whose one line names what was found and the settings to change. */
 class Refusals {
   constructor(
@@ -295,6 +369,15 @@ class Refusals {
           'it was deleted and created again, or lost records; point KAFKA_TOPIC_CHANGELOG at the topic this deployment wrote, or reset the paused account (reviews-bridge reset, or POST .../reset) to start over (a new initial load)',
       );
     }
+  }
+
+  /** The topic holds nothing of Redis's last commit (transaction `txn`) and no later checkpoint of the account. */
+  recreated(txn: number, newest: number | null): never {
+    throw new ConfigError(
+      'KAFKA_TOPIC_CHANGELOG',
+      `changelog topic ${this.topic} holds nothing of the last commit Redis reflects for account ${this.account} (transaction ${txn}; the topic's newest checkpoint of the account: ${newest ?? 'none'}): ` +
+        'it was deleted and created again, or lost records, and a restore from it would rebuild part of the snapshot; point KAFKA_TOPIC_CHANGELOG at the topic this deployment wrote, or reset the paused account (reviews-bridge reset, or POST .../reset) to start over (a new initial load)',
+    );
   }
 
   /** Redis's history was written to the former default changelog topic, not to this deployment's own. */

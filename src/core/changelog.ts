@@ -24,6 +24,9 @@ export const FORMER_DEFAULT_CHANGELOG = 'reviews-bridge.changelog';
 /** Key of the account's checkpoint record. */
 export const CHECKPOINT_RECORD_KEY = 'checkpoint';
 
+/** Key of the end markers a changelog read writes per partition (a restore knows where it stopped by them). */
+export const MARKER_RECORD_KEY = 'restore-marker';
+
 /** Key of a review's entry record. */
 export function entryRecordKey(id: number): string {
   return `e:${id}`;

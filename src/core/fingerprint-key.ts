@@ -110,9 +110,11 @@ export interface FingerprintKeySource {
   get(): Promise<FingerprintKey>;
   /**
    * Checks a generated key against its store: writes it back to a store that lost it, and takes the store's key
-   * when another process's is there (a no-op for a key file).
+   * when another process's is there (a no-op for a key file). `recheck`: the changelog topic may be new (a full
+   * restore: a first start, a reset, lost keys), so its copy is read again instead of trusting Redis's note that
+   * it was written (the note names the topic, not the topic's incarnation).
    */
-  persist(): Promise<void>;
+  persist(recheck?: boolean): Promise<void>;
 }
 
 /**

@@ -1,5 +1,11 @@
 import type { Message, TopicMessages } from 'kafkajs';
-import { CHANGELOG_TXN_HEADER, checkpointRecord, entryRecord, type ChangelogCheckpoint } from '../core/changelog.js';
+import {
+  CHANGELOG_TXN_HEADER,
+  MARKER_RECORD_KEY,
+  checkpointRecord,
+  entryRecord,
+  type ChangelogCheckpoint,
+} from '../core/changelog.js';
 import { ACCOUNT_HEADER, DEPLOYMENT_HEADER, type Identity } from '../core/identity.js';
 import type { SnapshotEntry } from '../core/snapshot-entry.js';
 import type { Logger } from 'pino';
@@ -52,7 +58,7 @@ export interface Outgoing {
 }
 
 /** Key of the end markers a changelog read writes (see src/kafka/changelog-reader.ts); compaction keeps one. */
-export const MARKER_KEY = 'restore-marker';
+export const MARKER_KEY = MARKER_RECORD_KEY;
 
 /** Kafka records of the state topic: one row per review, from its last event in the batch or a refreshed row. */
 export function stateMessages(events: readonly ReviewEvent[], states: readonly ReviewState[] = []): OutgoingMessage[] {

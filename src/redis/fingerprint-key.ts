@@ -140,11 +140,12 @@ function generatedSource(
   const copyName = copy?.name ?? '';
 
   // Whether `secret` is copied, copying it when it is not; false when Redis no longer holds it (start again).
-  const copied = async (secret: string, kept: string | null | undefined): Promise<boolean> => {
+  const copied = async (secret: string, kept: string | null | undefined, recheck = false): Promise<boolean> => {
     if (!copy) return true;
     const wrote = state.wrote.get(copy.name);
     const digest = copiedDigest(secret);
-    if ((wrote === undefined || wrote === secret) && (await redis.hget(copiesKey, copy.name)) === digest) return true;
+    const noted = !recheck && (wrote === undefined || wrote === secret);
+    if (noted && (await redis.hget(copiesKey, copy.name)) === digest) return true;
     // A copy wrapped with another KEK (rotated) or altered is written over: Redis holds the key.
     const last = kept === undefined ? await copy.read().catch(unreadableAsNone) : kept;
     if (last !== secret) {
@@ -154,7 +155,7 @@ function generatedSource(
     return (await redis.eval(CONFIRM, 2, redisKey, copiesKey, secret, copy.name, digest)) === 1;
   };
 
-  const resolve = async (): Promise<FingerprintKey> => {
+  const resolve = async (recheck = false): Promise<FingerprintKey> => {
     for (let attempt = 0; attempt < 10; attempt++) {
       let secret = await redis.get(redisKey);
       let kept: string | null | undefined;
@@ -167,7 +168,7 @@ function generatedSource(
         secret = await redis.get(redisKey);
         if (secret === null) continue;
       }
-      if (!(await copied(secret, kept))) continue;
+      if (!(await copied(secret, kept, recheck))) continue;
       if (secret !== state.secret) {
         state.key = new FingerprintKey(Buffer.from(secret, 'base64'));
         state.secret = secret;
@@ -193,8 +194,9 @@ function generatedSource(
       if (state.key && state.confirmed.has(copyName)) return Promise.resolve(state.key);
       return load();
     },
-    async persist() {
-      await load();
+    async persist(recheck = false) {
+      // A recheck reads the copy in the topic once, whatever this process or Redis noted before.
+      await (recheck && copy ? resolve(true) : load());
       await retire();
     },
   };

@@ -28,10 +28,15 @@ export class SnapshotStore {
     this.entries = new SnapshotEntries(redis, keys);
     this.control = new ControlFlags(redis, keys);
     const control = this.control;
-    this.restore = new SnapshotRestore(redis, keys, {
-      value: () => control.pauseValue(),
-      mark: (value) => control.markPauseState(value),
-    }, random);
+    this.restore = new SnapshotRestore(
+      redis,
+      keys,
+      {
+        value: () => control.pauseValue(),
+        mark: (value) => control.markPauseState(value),
+      },
+      random,
+    );
     this.checkpoints = new CheckpointStore(redis, keys);
     this.deadLetters = new DeadLetterMemory(redis, keys);
   }

@@ -1,14 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { loadAccounts } from '../../src/config/accounts.js';
 import { startApp, type App } from '../../src/app/app.js';
 import type { ReviewEvent } from '../../src/core/events.js';
 import { createLogger } from '../../src/ops/logger.js';
-import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { eventually, testEnv } from '../helpers/bridge.js';
+import { startSimulator } from '../../src/simulator/index.js';
+import { eventually } from '../helpers/bridge.js';
+import { accountsEnv, type Upstream } from '../helpers/accounts.js';
 import { readAll } from '../helpers/kafka.js';
 import { runCli, runCliFull } from '../helpers/processes.js';
 import { uniqueName } from '../helpers/services.js';
@@ -21,36 +18,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
-
-interface Upstream {
-  id: string;
-  sim: Simulator;
-  /** Whether the credentials written for it are the simulator's. */
-  valid: boolean;
-}
-
-/** An accounts file with one account per simulator (credential files beside it); resolves the environment. */
-function accountsEnv(upstreams: readonly Upstream[], topics: 'per-account' | 'shared'): Record<string, string> {
-  const dir = mkdtempSync(join(tmpdir(), 'rb-accounts-'));
-  const accounts = upstreams.map(({ id, sim, valid }) => {
-    writeFileSync(join(dir, `${id}.secret`), valid ? 'demo-secret' : 'not-the-secret');
-    return {
-      id,
-      upstream: { baseUrl: sim.url, clientId: 'demo-client', clientSecretFile: join(dir, `${id}.secret`) },
-    };
-  });
-  const file = join(dir, 'accounts.yaml');
-  writeFileSync(file, stringify({ accounts }));
-  const base = testEnv(upstreams[0]!.sim.url, { BRIDGE_ACCOUNT: '', BRIDGE_ACCOUNTS_FILE: file });
-  if (topics === 'per-account') {
-    for (const [name, value] of Object.entries(base)) {
-      if (name.startsWith('KAFKA_TOPIC_') && name !== 'KAFKA_TOPIC_PARTITIONS') {
-        base[name] = value.replace(/^([^.]+)\./, '$1.{account}.');
-      }
-    }
-  }
-  return base;
-}
 
 async function run(env: Record<string, string>): Promise<App> {
   const { accounts } = loadAccounts(env);

@@ -10,7 +10,7 @@ import {
   testEnv,
   type TestBridge,
 } from '../helpers/bridge.js';
-import { readAll, testKafka } from '../helpers/kafka.js';
+import { deleteTopic, readAll, testKafka } from '../helpers/kafka.js';
 import { uniqueName } from '../helpers/services.js';
 import { readAccountStatus } from '../../src/redis/account-status.js';
 import { connectRedisFromConfig } from '../../src/redis/connection.js';
@@ -171,18 +171,7 @@ describe('deployments sharing a Kafka cluster', () => {
     await initialLoadDone(first);
     await first.stop();
 
-    const admin = testKafka().admin();
-    await admin.connect();
-    try {
-      await admin.deleteTopics({ topics: [env.KAFKA_TOPIC_CHANGELOG!] });
-      await eventually(
-        async () => ((await admin.listTopics()).includes(env.KAFKA_TOPIC_CHANGELOG!) ? undefined : true),
-        30_000,
-        'the changelog topic to be deleted',
-      );
-    } finally {
-      await admin.disconnect();
-    }
+    await deleteTopic(env.KAFKA_TOPIC_CHANGELOG!);
     // The bridge creates it again (compacted, as it would any missing topic): an empty changelog, whereas Redis
     // reflects the commits of the first one. Trusted, a later full restore would rebuild a partial snapshot.
     const { logger, lines } = capturingLogger();

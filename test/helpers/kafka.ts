@@ -63,6 +63,21 @@ export async function createTopics(names: string[], partitions = 1): Promise<voi
   }
 }
 
+/** Deletes a topic and waits until the cluster no longer lists it (what an operator's `kafka-topics --delete` does). */
+export async function deleteTopic(topic: string): Promise<void> {
+  const admin = testKafka(uniqueClientId('delete-topic')).admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics: [topic] });
+    await pollUntil(async () => ((await admin.listTopics()).includes(topic) ? undefined : true), {
+      timeoutMs: 30_000,
+      what: `topic ${topic} to be deleted`,
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 /**
  * Reads every record of the given topics from the beginning through a real consumer in a fresh consumer group
  * (what a downstream service would see), in per-partition order. Always disconnects the consumer.

@@ -271,7 +271,8 @@ export class Passes implements PassRunner {
     if (outcome?.kind === 'full') this.knownEntries = outcome.entries;
     await this.snapshot.adoptPauseState?.();
     // The generated fingerprint key is copied to the changelog only once the restore trusted that topic.
-    await this.keySource?.persist();
+    // After a full restore the topic may be new (a reset after it was created again): its copy is read again.
+    await this.keySource?.persist(outcome?.kind === 'full');
     // Restored or sealed as it stands: a key lost from now on is told from one never written.
     this.pipeline.sealed();
     return true;

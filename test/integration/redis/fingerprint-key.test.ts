@@ -8,7 +8,7 @@ import { fingerprintKeySource } from '../../../src/redis/fingerprint-key.js';
 import { changelogKeyCopies } from '../../../src/kafka/fingerprint-key-copy.js';
 import { KeyEncryptionKey, UnreadableKeyCopy } from '../../../src/core/fingerprint-key-wrap.js';
 import { testKafka } from '../../helpers/kafka.js';
-import { createTopics, readAll } from '../../helpers/kafka.js';
+import { createTopics, deleteTopic, readAll } from '../../helpers/kafka.js';
 import { testKeyFile } from '../../helpers/keys.js';
 import { uniqueTopics } from '../../helpers/publisher.js';
 import { kafkaBrokers, redisUrl, uniqueName } from '../../helpers/services.js';
@@ -96,6 +96,31 @@ describe('the generated fingerprint key', () => {
       // The copy is a record of the changelog (never of an account: restores skip it), named by the prefix.
       const records = await readAll([changelog], { timeoutMs: 20_000 });
       expect(records.map((r) => [r.key, r.partition])).toEqual([[`fingerprint-key-wrapped/${prefix}`, 0]]);
+    } finally {
+      await Promise.all(connections.splice(0).map((r) => r.quit()));
+    }
+  });
+
+  it('is copied again to a changelog topic deleted and created again, at the persist after a full restore', async () => {
+    // Issue 46, item 5: Redis notes the copy per topic name, which a topic created again keeps.
+    const { prefix, changelog } = await deployment();
+    try {
+      const source = replica(newConnection(), prefix, changelog);
+      await source.persist();
+      const key = await source.get();
+      await deleteTopic(changelog);
+      await createTopics([changelog], 2);
+      await source.persist();
+      expect(await copyRecords(changelog)).toEqual([]);
+      // A full restore follows a reset or a start on a new topic: the copy is read there and written back.
+      await source.persist(true);
+      expect(await copyRecords(changelog)).toEqual([[`fingerprint-key-wrapped/${prefix}`, true]]);
+      // Another process recovers the same key from it once Redis loses it.
+      await loseKeys(connections[0]!, prefix);
+      expect((await replica(newConnection(), prefix, changelog).get()).id).toBe(key.id);
+      // Rechecked again with the copy in place: nothing more is written.
+      await source.persist(true);
+      expect(await copyRecords(changelog)).toHaveLength(1);
     } finally {
       await Promise.all(connections.splice(0).map((r) => r.quit()));
     }

@@ -136,6 +136,121 @@ describe('restore: whose changelog it is', () => {
   });
 });
 
+/**
+ * Restore ports whose changelog is one partition of this account's records at the given offsets (other accounts'
+ * records, which the reader filters out, only move the end to `end`); reads honour their start offset.
+ */
+function placed(records: Array<[offset: number, record: RestoreRecord]>, end: number, redis: object) {
+  const base = ports([], { empty: false, identity: mine, ...redis });
+  const reads: Array<Record<number, number>> = [];
+  base.p.readChangelog = async (from, onRecords) => {
+    reads.push(from);
+    const start = from[0] ?? 0;
+    await onRecords(records.filter(([o]) => o >= start).map(([offset, r]) => ({ ...r, partition: 0, offset })));
+    return { 0: end };
+  };
+  return { ...base, reads };
+}
+const marker = (): RestoreRecord => ({
+  key: 'restore-marker',
+  value: Buffer.from('n'),
+  txn: 0,
+  deployment: mine.deployment,
+});
+
+describe('restore: a changelog topic created again that other accounts write to', () => {
+  // Issue 46, item 5: other accounts' writes pushed the new topic's ends past the offsets of this account's last
+  // commit, so the end-offset check passes. Redis must not be trusted to that topic, nor cleared for it.
+  it('refuses at the next start (a tail) when the topic holds nothing of the account', async () => {
+    const { p, seen } = placed([], 900, { txn: 7, offsets: { 0: 40 } });
+    const err = await refusal(restoreFromChangelog(p, deps(), 5));
+    expect(err.setting).toBe('KAFKA_TOPIC_CHANGELOG');
+    expect(err.message).toContain('transaction 7');
+    expect(err.message).toMatch(/deleted and created again/);
+    expect(seen.cleared).toBe(0);
+  });
+
+  it('refuses a full restore before clearing Redis when the topic holds only later, partial history', async () => {
+    // The account wrote two reviews to the new topic (transactions 1 and 2 there); Redis reflects transaction 7.
+    const history: Array<[number, RestoreRecord]> = [
+      [300, entryRec(1, 1, mine)],
+      [301, ckptRec(1, mine)],
+      [500, entryRec(2, 2, mine)],
+      [501, ckptRec(2, mine)],
+    ];
+    const { p, seen, written } = placed(history, 900, { txn: 7, offsets: { 0: 40 } });
+    const err = await refusal(restoreFromChangelog(p, deps(), 5, true));
+    expect(err.message).toContain('newest checkpoint of the account: 2');
+    expect(seen.cleared).toBe(0);
+    expect(written.size).toBe(0);
+    expect(seen.finished).toBeNull();
+  });
+
+  it("trusts the topic that holds the last commit's record at Redis's offset, with no second read", async () => {
+    const { p, reads } = placed(
+      [
+        [40, entryRec(3, 7, mine)],
+        [41, ckptRec(7, mine)],
+      ],
+      900,
+      { txn: 7, offsets: { 0: 40 } },
+    );
+    expect((await restoreFromChangelog(p, deps(), 5)).kind).toBe('tail');
+    expect(reads).toEqual([{ 0: 40 }]);
+  });
+
+  it("trusts an end marker of an earlier restore at Redis's offset (Redis's offsets after a restore)", async () => {
+    const { p, reads } = placed([[40, marker()]], 900, { txn: 7, offsets: { 0: 40 } });
+    await restoreFromChangelog(p, deps(), 5);
+    expect(reads).toEqual([{ 0: 40 }]);
+    // A full restore checks from Redis's offsets first, then reads everything.
+    const full = placed(
+      [
+        [12, ckptRec(7, mine)],
+        [40, marker()],
+      ],
+      900,
+      { txn: 7, offsets: { 0: 40 } },
+    );
+    expect((await restoreFromChangelog(full.p, deps(), 5, true)).txn).toBe(7);
+    expect(full.reads).toEqual([{ 0: 40 }, {}]);
+  });
+
+  it('trusts, after a scan, a topic whose record at the offset compaction removed but that holds the checkpoint', async () => {
+    // Redis's offsets are an earlier restore's end markers; a later restore's markers (which found nothing, so Redis
+    // kept its offsets) let compaction drop them. The checkpoint of transaction 7 stands before them.
+    const { p, reads } = placed(
+      [
+        [12, ckptRec(7, mine)],
+        [80, marker()],
+      ],
+      900,
+      { txn: 7, offsets: { 0: 40 } },
+    );
+    expect((await restoreFromChangelog(p, deps(), 5)).kind).toBe('tail');
+    expect(reads).toEqual([{ 0: 40 }, {}]);
+    // Commits Redis missed, that rewrote the keys of its last one: the tail itself sees their newer checkpoint.
+    const missed = placed(
+      [
+        [60, entryRec(3, 8, mine)],
+        [61, ckptRec(8, mine)],
+      ],
+      900,
+      { txn: 7, offsets: { 0: 40 } },
+    );
+    expect((await restoreFromChangelog(missed.p, deps(), 5)).txn).toBe(8);
+    expect(missed.reads).toEqual([{ 0: 40 }]);
+  });
+
+  it("is not vouched for by another deployment's record at the offset, nor by a record of another transaction", async () => {
+    const other = { ...entryRec(3, 7, theirs) };
+    for (const record of [other, entryRec(3, 2, mine)]) {
+      const { p } = placed([[40, record]], 900, { txn: 7, offsets: { 0: 40 } });
+      await refusal(restoreFromChangelog(p, deps(), 5));
+    }
+  });
+});
+
 describe('restore: upgrading from the former default changelog topic', () => {
   it('refuses when Redis reflects a changelog of the former version and the former default topic exists', async () => {
     // Redis says the account has a history (transaction 3), written before identities; this deployment's own default
