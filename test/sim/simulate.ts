@@ -10,6 +10,8 @@ import { SimRedisServer } from './redis.js';
 import { SimUpstream } from './upstream.js';
 import { World, type TraceLine } from './world.js';
 
+const TXN_TIMEOUT_MS = Number(SIM_ENV.KAFKA_TRANSACTION_TIMEOUT_MS);
+
 // Runs schedules: builds the world of a plan, lets the replicas run under fast-check's scheduler on the virtual
 // clock through the fault phase and the quiet tail, then checks the contract on what Kafka committed.
 
@@ -104,7 +106,7 @@ export async function runSchedule(
   };
   const world = new World(clock, scheduler, START, latency);
   world.freezeHoldsInit = faults.has('kafka-only-fence');
-  const kafka = new SimKafka(() => clock.now(), Number(SIM_ENV.KAFKA_TRANSACTION_TIMEOUT_MS));
+  const kafka = new SimKafka(() => clock.now(), TXN_TIMEOUT_MS);
   const redis = new SimRedisServer(() => clock.now());
   const wrappers: PortWrappers = mutantName ? mutant(mutantName).wrappers : {};
   const random = seeded(plan.jitterSeed);
@@ -234,6 +236,11 @@ export async function runSchedule(
               ? { ...prev, updated_date: now + 3 * 86_400_000 }
               : JSON.parse(`{"__proto__": {}, "id": ${prev.id}, "updated_date": ${prev.updated_date}}`);
         upstream.malformed.set(mid, { id: mid, raw });
+        if (!own)
+          upstream.broken.set(mid, [
+            ...(upstream.broken.get(mid) ?? []),
+            { from: clock.now(), to: clock.now() + 20_000 },
+          ]);
         clock.at(clock.now() + 20_000, () => upstream.malformed.delete(mid));
         break;
       }
@@ -246,7 +253,9 @@ export async function runSchedule(
   for (const f of plan.faults) {
     clock.at(START + f.at, () => {
       world.note(`fault ${JSON.stringify(f)}`);
-      const lasts = 'ms' in f ? f.ms + (f.kind === 'kafka-commit-lost' ? 5_000 : 0) : 0;
+      // A commit held past the transaction timeout disturbs until the coordinator's abort, a timeout later.
+      const after = f.kind === 'kafka-commit-lost' ? 5_000 : f.kind === 'kafka-txn-timeout' ? TXN_TIMEOUT_MS : 0;
+      const lasts = 'ms' in f ? f.ms + after : 0;
       if (f.kind !== 'crash') disturbed.push({ from: clock.now(), to: clock.now() + lasts });
       switch (f.kind) {
         case 'crash': {

@@ -37,6 +37,11 @@ export class SimUpstream {
   /** When each deleted review left the listing (world time). */
   readonly deletedAt = new Map<number, number>();
   readonly malformed = new Map<number, Malformed>();
+  /**
+   * When each review's own record was listed malformed (world time): its version then shows again with the same
+   * updated_date, which only a sweep finds (the checker's late bound).
+   */
+  readonly broken = new Map<number, { from: number; to: number }[]>();
   /** Requests fail with this kind while set. */
   fault: 'throttled' | 'server' | 'network' | null = null;
   requests = 0;

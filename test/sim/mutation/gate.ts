@@ -172,6 +172,12 @@ export async function runMutant(m: ProductMutant, options: GateOptions, base: st
     const schedules = Number(last[1]);
     if (Number(last[2]) > 0) {
       const property = /VIOLATION of "([^"]+)"/.exec(r.output)?.[1] ?? 'a property';
+      // A kill counts only where the product itself passes: the same schedule, replayed on the unmutated copy.
+      const replay = /replay: npm run simulate:faults -- (.*)$/m.exec(r.output)?.[1]?.trim().split(/\s+/) ?? [];
+      const baseline = await run(base, [...TSX, 'test/sim/cli.ts', ...replay]);
+      if (replay.length === 0 || !/1 schedules, 0 violations\s*$/.test(baseline.output)) {
+        return verdict(false, `no verdict: the unmutated product fails the same schedule (${property})`, schedules);
+      }
       return verdict(true, `simulation: ${property}`, schedules);
     }
     // The simulation missed it: the fast tests that apply get their turn.
