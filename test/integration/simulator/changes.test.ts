@@ -109,6 +109,12 @@ describe('the data clock and late-visible changes', () => {
       list(simulator.url, accessToken, { updated_date: bound }).then((a) => (a.json() as Envelope).reviews);
     expect((await since((late.updated_date as number) - 1)).map((r) => r.id)).toEqual([30, 31]);
     expect((await since((late.updated_date as number) + 1)).map((r) => r.id)).toEqual([30]);
-    await expect(control.setStatusLate(31, { client: 'APPROVED' }, -5)).rejects.toThrow(/lateByMs/);
+    // A negative lateness stamps the change ahead of the service's time (a writer whose clock runs fast).
+    const before = Date.now();
+    const ahead = await control.setStatusLate(31, { client: 'APPROVED' }, -240_000);
+    expect(ahead.updated_date as number).toBeGreaterThanOrEqual(before + 240_000);
+    await expect(control.setStatusLate(31, { client: 'PENDING' }, 'soon' as unknown as number)).rejects.toThrow(
+      /lateByMs/,
+    );
   });
 });
