@@ -288,8 +288,11 @@ export function connectRedisFromConfig(config: RedisConnection & RedisAuth): Bri
   return connectRedis(config, redisOptions(config), config.password, config.sentinelPassword);
 }
 
+/** How long redisConnectionProblem waits for a connection that has failed once to succeed on a retry. */
+const ERROR_SETTLE_MS = 1_500;
+
 /**
- * Resolves null once `client` is connected, else the failure to report after `ms`: the connection's last error
+ * Resolves null once `client` is connected, else the failure to report after `ms` (or soon after a first error): the connection's last error
  * (refused, unknown host, authentication, TLS), or a timeout when it gave none. A command sent meanwhile would wait
  * for ioredis's retries and fail with "Reached the max retries per request limit", which names neither Redis nor a
  * setting.
@@ -298,7 +301,16 @@ export function redisConnectionProblem(client: Redis | Cluster, ms: number): Pro
   if (client.status === 'ready') return Promise.resolve(null);
   return new Promise((resolve) => {
     let last: unknown = null;
-    const onError = (err: unknown) => (last = err);
+    let timer: NodeJS.Timeout;
+    const onError = (err: unknown) => {
+      // Refused or failed once: a reconnect or two more (ioredis retries within tens of ms at first) decide it,
+      // rather than the whole wait, so that a command names a Redis that is down in a second or two.
+      if (last === null) {
+        clearTimeout(timer);
+        timer = setTimeout(() => done(last), Math.min(ms, ERROR_SETTLE_MS));
+      }
+      last = err;
+    };
     const done = (value: unknown) => {
       clearTimeout(timer);
       client.off('ready', onReady);
@@ -306,7 +318,7 @@ export function redisConnectionProblem(client: Redis | Cluster, ms: number): Pro
       resolve(value);
     };
     const onReady = () => done(null);
-    const timer = setTimeout(() => done(last ?? new Error(`Redis did not answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => done(last ?? new Error(`Redis did not answer within ${ms} ms`)), ms);
     client.on('ready', onReady);
     client.on('error', onError);
   });
