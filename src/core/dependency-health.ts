@@ -11,7 +11,7 @@ import { z } from 'zod';
 export type DependencyName = 'kafka' | 'redis' | 'upstream' | 'schema_registry' | (string & {});
 
 /**
- * Why a dependency fails, as a bounded word (also a metric label).
+ * Every reason a dependency fails for, as a bounded word (also a metric label).
  * `unreachable`: no connection (refused, no route, unknown host). `auth_failed`: credentials refused.
  * `tls`: the TLS handshake failed (certificate, CA, protocol). `timeout`: no answer in time.
  * `oom`: Redis refuses writes at maxmemory (noeviction). `readonly`: a read-only Redis replica (or a full disk).
@@ -20,20 +20,7 @@ export type DependencyName = 'kafka' | 'redis' | 'upstream' | 'schema_registry' 
  * `forbidden`: authenticated but not allowed (ACL, scope). `misconfigured`: answers, but not as configured (no
  * listing at the URL, a wrong cluster). `error`: any other failure.
  */
-export type DependencyReason =
-  | 'unreachable'
-  | 'auth_failed'
-  | 'tls'
-  | 'timeout'
-  | 'oom'
-  | 'evicting'
-  | 'readonly'
-  | 'forbidden'
-  | 'misconfigured'
-  | 'error';
-
-/** Every reason, for metrics and schemas. */
-export const DEPENDENCY_REASONS: readonly DependencyReason[] = [
+export const DEPENDENCY_REASONS = [
   'unreachable',
   'auth_failed',
   'tls',
@@ -44,7 +31,10 @@ export const DEPENDENCY_REASONS: readonly DependencyReason[] = [
   'forbidden',
   'misconfigured',
   'error',
-];
+] as const;
+
+/** Why a dependency fails (one of DEPENDENCY_REASONS). */
+export type DependencyReason = (typeof DEPENDENCY_REASONS)[number];
 
 /** What is known of one dependency: ok, or failing for `reason`; both since the check that first saw it so. */
 export type DependencyState =
@@ -65,20 +55,7 @@ export interface DependencyReport {
 export const DependencyReportSchema = z.object({
   status: z.enum(['ok', 'failing', 'unknown']).describe('unknown: not checked yet'),
   since: z.string().optional().describe('ISO 8601: when the dependency entered this state'),
-  reason: z
-    .enum([
-      'unreachable',
-      'auth_failed',
-      'tls',
-      'timeout',
-      'oom',
-      'evicting',
-      'readonly',
-      'forbidden',
-      'misconfigured',
-      'error',
-    ])
-    .optional(),
+  reason: z.enum(DEPENDENCY_REASONS).optional(),
   settings: z.array(z.string()).optional().describe('the settings to check (names only, never values)'),
 });
 

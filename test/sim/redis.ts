@@ -30,26 +30,6 @@ import {
 
 type Command = [name: string, args: unknown[]];
 
-const WRITES = new Set([
-  'set',
-  'del',
-  'unlink',
-  'getdel',
-  'hset',
-  'hdel',
-  'bridgeCommit',
-  'bridgeRemove',
-  'bridgeRestorePut',
-  'bridgeSealBuckets',
-  'eval',
-  'bridgeEpochFloor',
-  'bridgeResyncTake',
-  'bridgeResyncDone',
-  'bridgeLeaseAcquire',
-  'bridgeLeaseRelease',
-  'bridgeReplicaBeat',
-]);
-
 /** The scripts (run atomically; their writes go through `write`, which refuses them as Redis does). */
 const SCRIPTS = new Set([
   'bridgeCommit',
@@ -64,6 +44,12 @@ const SCRIPTS = new Set([
   'bridgeLeaseRelease',
   'bridgeReplicaBeat',
 ]);
+
+/**
+ * The commands that may write: refused while Redis refuses writes (a script, by its own first write), and
+ * remembered for a failover.
+ */
+const WRITES = new Set(['set', 'del', 'unlink', 'getdel', 'hset', 'hdel', ...SCRIPTS]);
 
 /**
  * The write commands flagged DENYOOM in Redis 7 among those the bridge sends (plain or in its scripts): refused while
