@@ -135,7 +135,9 @@ set -e
 step "vitest run $*"
 t=$SECONDS
 set +e
-timeout -k 30 "${TEST_TIMEOUT_SECONDS:-3000}" npx vitest run "$@"
+# A JSON report beside the usual output: the summary at the end names the failed tests (CI shows a log's tail).
+report="$ROOT/.run/vitest-$$.json"
+timeout -k 30 "${TEST_TIMEOUT_SECONDS:-3000}" npx vitest run --reporter=default --reporter=json --outputFile.json="$report" "$@"
 tests=$?
 set -e
 [[ "$tests" == 124 ]] && echo "vitest did not finish within ${TEST_TIMEOUT_SECONDS:-3000} s" >&2
@@ -153,6 +155,7 @@ if [[ $# -eq 0 && "$compat_version" != off && -z "$TEST_TOPOLOGY" ]]; then
   KAFKA_VERSION="$compat_version" bash scripts/kafka.sh start "$compat_port" &&
     # shellcheck disable=SC2086 # a list of paths, split on purpose
     KAFKA_VERSION="$compat_version" KAFKA_BROKERS="127.0.0.1:$compat_port" timeout -k 30 600 npx vitest run \
+      --reporter=default --reporter=json --outputFile.json="$ROOT/.run/vitest-compat-$$.json" \
       ${TEST_KAFKA_COMPAT_TESTS:-test/integration/kafka test/e2e/bridge.test.ts test/e2e/faults/redis-loss.test.ts test/e2e/security.test.ts test/e2e/deployments.test.ts test/e2e/faults/redis-partial-loss.test.ts test/e2e/faults/redis-refuses-writes.test.ts test/e2e/faults/commit-unknown.test.ts}
   compat=$?
   set -e
@@ -161,6 +164,10 @@ fi
 
 echo >&2
 compat_result() { if [[ "$compat" == skipped ]]; then echo skipped; else result "$compat"; fi; }
+if [[ "$tests" != 0 ]]; then node scripts/test-failures.mjs "$report" "vitest (Kafka ${KAFKA_VERSION:-default})" || true; fi
+if [[ "$compat" != skipped && "$compat" != 0 ]]; then
+  node scripts/test-failures.mjs "$ROOT/.run/vitest-compat-$$.json" "compatibility (Kafka $compat_version)" || true
+fi
 echo "test.sh (Node $NODE_VERSION): typecheck $(result $typecheck), lint $(result $lint), tests $(result $tests), Kafka $compat_version compatibility $(compat_result); total $((SECONDS - T0)) s"
 if [[ "$tests" != 0 ]]; then exit "$tests"; fi
 if [[ "$compat" != skipped && "$compat" != 0 ]]; then exit "$compat"; fi
