@@ -105,6 +105,14 @@ export class PollState {
   }
 
   /**
+   * The updated_date below which a change found now by another read was late, as a poll would count it (see
+   * lateBefore): null before any poll.
+   */
+  lateBeforeNow(): number | null {
+    return this.covered === null ? null : this.lateBefore(this.covered);
+  }
+
+  /**
    * The updated_date below which a change a sweep finds was missed by polls (it was older than what they covered
    * when it became visible): null before any poll.
    */

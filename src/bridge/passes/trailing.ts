@@ -32,14 +32,17 @@ export async function openTrailingRead(
   const read = polls.trailing.due(startedAt, present);
   if (read === null) return null;
   const missedBefore = polls.missedBefore(startedAt);
-  if (missedBefore === null) return null;
+  const lateBefore = polls.lateBeforeNow();
+  if (missedBefore === null || lateBefore === null) return null;
   const foundBy = `trailing_${read.tier.index}`;
   const run = pipeline.open('incremental', epoch, {
-    lateBefore: () => missedBefore,
+    // Late as a poll counts it, not only beyond the polls' lookback: a read may find a change the next poll's
+    // lookback would have covered, and it is late all the same (else no finder counts it).
+    lateBefore: () => lateBefore,
     foundBy,
     onLate: (latenessMs) => {
       // When it showed is unknown: after the last read whose window held it (which did not find it), at the earliest.
-      const lateness = polls.trailing.latenessAtLeast(missedBefore - latenessMs);
+      const lateness = polls.trailing.latenessAtLeast(lateBefore - latenessMs);
       ctx.metrics.setLatenessSeen(foundBy, lateness);
       polls.lookback.observe(lateness, ctx.clock());
     },
