@@ -364,10 +364,12 @@ function lateVersions(upstream: SimUpstream): Set<Review> {
 
 // A bad record is dead-lettered once (guarantees.md: "sent once"); a repeat is allowed only across a disturbance
 // (Redis losing the dead-letter memory, a crash between the commit and remembering it, an unknown commit outcome).
+// A bad record is its key and what the dead letter says of it: a review's record that turns malformed twice in
+// different ways (a date out of range, later a forbidden key) is two bad records, each sent once.
 function deadLettersOnce(target: CheckTarget): Violation | null {
   const first = new Map<string, SimRecord>();
   for (const r of target.kafka.committed(target.config.kafka.topics.deadLetter)) {
-    const key = String(r.key);
+    const key = `${String(r.key)} ${badRecord(r)}`;
     const before = first.get(key);
     if (!before) {
       first.set(key, r);
@@ -379,11 +381,17 @@ function deadLettersOnce(target: CheckTarget): Violation | null {
       return {
         deployment: target.name,
         property: 'each dead letter once',
-        detail: `dead letter ${key} published at ${a - target.start} and again at ${b - target.start} ms, with no fault between`,
+        detail: `dead letter ${String(r.key)} (${r.headers['dlq-reason'] ?? 'no reason'}) published at ${a - target.start} and again at ${b - target.start} ms, with no fault between`,
       };
     first.set(key, r);
   }
   return null;
+}
+
+/** A dead letter's content without when and by which pass it was found (those differ between repeats). */
+function badRecord(r: SimRecord): string {
+  const { pass: _pass, detected_at: _at, ...rest } = JSON.parse(String(r.value)) as Record<string, unknown>;
+  return JSON.stringify(rest);
 }
 
 // The state topic read as a table (the last row of each key; a tombstone removes it) equals the upstream.
