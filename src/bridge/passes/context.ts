@@ -21,5 +21,6 @@ export interface PassContext {
     | 'setLatenessSeen'
     | 'trailingRead'
     | 'setFreshnessBound'
+    | 'setTrailingShare'
   >;
 }
