@@ -36,7 +36,6 @@ export const FreshnessReportSchema = z.object({
     .describe(
       'the bound that holds now for changes shown up to POLL_OVERLAP_MS late (the widest tier; null: no read yet)',
     ),
-  held: z.boolean().nullable().describe('holdingBoundSeconds within the configured bound (null: no read yet)'),
   trailingBudgetRps: seconds.nullable().describe('requests/s the polls leave to trailing reads (null: not priced yet)'),
   tiers: z.array(TierFreshnessSchema),
 });
@@ -57,9 +56,6 @@ export interface FreshnessInputs {
   } | null;
 }
 
-// Slack for a read's own duration and rounding: a tier that held its period plus this held its bound.
-const HELD_SLACK_MS = 1_000;
-
 /** The report of `inputs`, in seconds to the millisecond, rates to the hundredth. */
 export function freshnessReport(inputs: FreshnessInputs): FreshnessReport {
   const { boundMs, tiers, allotment } = inputs;
@@ -67,7 +63,6 @@ export function freshnessReport(inputs: FreshnessInputs): FreshnessReport {
   return {
     configuredBoundSeconds: secondsOf(boundMs)!,
     holdingBoundSeconds: secondsOf(holding),
-    held: holding === null ? null : holding <= boundMs + HELD_SLACK_MS,
     trailingBudgetRps: allotment ? rate(allotment.budgetRps) : null,
     tiers: tiers.map(({ tier, holdingMs }, i) => {
       const priced = allotment?.tiers[i] ?? null;

@@ -4,7 +4,8 @@ import type { Tier } from './trailing.js';
 // every narrower tier back for its whole length (and a stream of cheap narrow reads could hold the wide one back):
 // with the budget short, one tier's bound then stretched to another's. Here the budget is split max-min fairly
 // (water-filling): a tier that needs less than an equal part gets all it needs, the rest is split evenly among the
-// others, so no tier gets less than min(its demand, budget / tiers) whatever the others ask. The loop then steps
+// others, so no tier gets less than min(its demand, budget / tiers) whatever the others ask (and budget beyond every
+// demand is split evenly). The loop then steps
 // the open reads' pages in proportion to their shares (TrailingSchedule.turn), and the bound each share keeps is
 // computed here, so that what is reported for a short tier is the bound it can hold, not the one it was meant to.
 
@@ -22,9 +23,10 @@ export function tierDemandRps(tier: Tier, load: TrailingLoad): number {
 }
 
 /**
- * Each tier's share (requests/s) of `budgetRps`, max-min fair over `demands` (requests/s, in tier order): never
- * more than a tier's demand, never less than min(its demand, budget / tiers), and all of the budget up to the sum
- * of demands. Spare budget beyond every demand is left to sweeps.
+ * Each tier's share (requests/s) of `budgetRps`, max-min fair over `demands` (requests/s, in tier order): never less
+ * than min(its demand, budget / tiers), never more than its demand while another tier is short, and the whole
+ * budget: what is left once every demand is met is split evenly (a tier's reads then go faster than they must;
+ * trailing pages come before a sweep's, which gets what the reads do not take).
  */
 export function allotShares(budgetRps: number, demands: readonly number[]): number[] {
   const shares = demands.map(() => 0);
@@ -35,11 +37,12 @@ export function allotShares(budgetRps: number, demands: readonly number[]): numb
     shares[i] = given;
     left -= given;
   });
-  return shares;
+  return shares.map((x) => x + left / Math.max(1, shares.length));
 }
 
 /**
- * The bound (ms) a tier keeps on `shareRps`: its period plus its read when the share carries a read a period;
+ * The bound (ms) a tier keeps on `shareRps` while every tier reads at once (alone, a read goes faster: an upper
+ * bound): its period plus its read when the share carries a read a period;
  * else reads run back to back, each window W = coverage + P taking P, and a change shown as one begins waits two
  * of them. Infinity when the share reads fewer changes a second than the listing gains (the bound grows while it
  * lasts).

@@ -11,8 +11,9 @@ const tiers = trailingTiers({ overlapMs: 300_000, boundMs: 30_000, pollIntervalM
 const [t1, t2, t3] = tiers as [(typeof tiers)[0], (typeof tiers)[0], (typeof tiers)[0]];
 
 describe('allotShares', () => {
-  it('an ample budget gives every tier its demand; a short one protects the cheap tiers, then splits evenly', () => {
-    expect(allotShares(30, [5, 5, 11])).toEqual([5, 5, 11]);
+  it('an ample budget gives every tier its demand and splits the rest; a short one protects the cheap tiers', () => {
+    expect(allotShares(30, [5, 5, 11])).toEqual([8, 8, 14]);
+    expect(allotShares(21, [5, 5, 11])).toEqual([5, 5, 11]);
     // 12 requests/s for 21 wanted: 4 each is fair; the two at 5 want more than 4, so all three get 4.
     expect(allotShares(12, [5, 5, 11])).toEqual([4, 4, 4]);
     expect(allotShares(15, [2, 5, 11])).toEqual([2, 5, 8]);
@@ -20,7 +21,7 @@ describe('allotShares', () => {
     expect(allotShares(-3, [1])).toEqual([0]);
   });
 
-  it('never more than a demand, never less than min(demand, budget / tiers), all of the budget up to the demands', () => {
+  it('the whole budget; never less than min(demand, budget / tiers); over a demand only when none is short', () => {
     fc.assert(
       fc.property(
         fc.double({ min: 0, max: 1_000, noNaN: true }),
@@ -29,9 +30,11 @@ describe('allotShares', () => {
           const shares = allotShares(budget, demands);
           const total = shares.reduce((a, b) => a + b, 0);
           const wanted = demands.reduce((a, b) => a + b, 0);
-          expect(total).toBeCloseTo(Math.min(budget, wanted), 6);
+          expect(total).toBeCloseTo(budget, 6);
+          const anyShort = shares.some((s, i) => s < demands[i]! - 1e-9);
           shares.forEach((s, i) => {
-            expect(s).toBeLessThanOrEqual(demands[i]! + 1e-9);
+            if (anyShort) expect(s).toBeLessThanOrEqual(demands[i]! + 1e-9);
+            else expect(s).toBeCloseTo(demands[i]! + (budget - wanted) / demands.length, 6);
             expect(s).toBeGreaterThanOrEqual(Math.min(demands[i]!, budget / demands.length) - 1e-9);
           });
           // Max-min fair: a tier left short has at least the share of any other tier.
@@ -168,7 +171,6 @@ describe('freshnessReport', () => {
     expect(report).toEqual({
       configuredBoundSeconds: 30,
       holdingBoundSeconds: 95.25,
-      held: false,
       trailingBudgetRps: 6.67,
       tiers: [
         {
@@ -212,12 +214,10 @@ describe('freshnessReport', () => {
       allotment: null,
     });
     expect(report.holdingBoundSeconds).toBeNull();
-    expect(report.held).toBeNull();
     expect(report.tiers.every((t) => t.shareRps === null && !t.short && t.boundSeconds === null)).toBe(true);
     expect(freshnessReport({ boundMs: 0, tiers: [], allotment: null })).toEqual({
       configuredBoundSeconds: 0,
       holdingBoundSeconds: null,
-      held: null,
       trailingBudgetRps: null,
       tiers: [],
     });
