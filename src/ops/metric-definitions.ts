@@ -231,6 +231,12 @@ export const METRICS = {
     help: "Each trailing tier's share of the upstream requests/s the polls leave: max-min fair, so no tier gets less than min(its need, the budget / tiers) whatever the others ask.",
     labels: ['tier'],
   },
+  trailingRequests: {
+    type: 'counter',
+    name: 'trailing_requests_total',
+    help: "Upstream requests of each trailing tier's reads (pages, the last empty answer included): over time and the rate budget, the share each tier took.",
+    labels: ['tier'],
+  },
   freshnessBound: {
     type: 'gauge',
     name: 'freshness_bound_seconds',

@@ -92,6 +92,11 @@ export abstract class PassRecorders {
     if (keptMs !== null) this.m.trailingBound.set({ tier: String(tier) }, keptMs / 1000);
   }
 
+  /** Counts a request (a page) of a trailing tier's read. */
+  trailingRequest(tier: number): void {
+    this.m.trailingRequests.inc({ tier: String(tier) });
+  }
+
   /** Shows a trailing tier's share of the requests/s the polls leave (src/core/trailing-shares.ts). */
   setTrailingShare(tier: number, rps: number): void {
     this.m.trailingShare.set({ tier: String(tier) }, rps);

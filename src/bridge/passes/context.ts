@@ -22,5 +22,6 @@ export interface PassContext {
     | 'trailingRead'
     | 'setFreshnessBound'
     | 'setTrailingShare'
+    | 'trailingRequest'
   >;
 }

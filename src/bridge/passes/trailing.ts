@@ -63,6 +63,7 @@ export async function openTrailingRead(
         const next = await pages.next();
         // A request of this tier's: its share of the budget is spent by the page (the last, empty answer too).
         polls.trailing.paged(read.tier.index);
+        ctx.metrics.trailingRequest(read.tier.index);
         if (!next.done) {
           await run.submit(next.value);
           return true;

@@ -303,4 +303,22 @@ describe('the lookback priced by the rate budget', () => {
     fixed.read(6_000, 20_000);
     expect(fixed.lookbackMs(0)).toBe(300_000);
   });
+
+  it("the trailing tiers' shares: the budget the polls leave at the density they see, max-min fair", () => {
+    const settings = { intervalMs: 1_000, floorMs: 1_000, ceilingMs: 300_000, freshnessBoundMs: 30_000 };
+    const priced = new PollState({ ...settings, mode: 'learned', readsPerInterval: 1_000, pageSize: 100 });
+    // Not priced before a poll read (the tiers weigh the same), nor without a page size.
+    expect(priced.allotTrailing(0)).toBeNull();
+    expect(new PollState({ ...settings, mode: 'learned' }).allotTrailing(0)).toBeNull();
+    priced.committed(T, 0, 500);
+    // 100 changes a second: polls read 3 s of them (1 s, the 1 s floor, 0.5 s of paging: 3 requests a second).
+    for (let i = 0; i < 30; i++) priced.read(250, 2_500);
+    const a = priced.allotTrailing(0)!;
+    expect(a.budgetRps).toBe(7);
+    expect(a.tiers.map((t) => Math.round(t.demandRps * 100) / 100)).toEqual([5.12, 5.01, 11]);
+    // All three short of their need: an even split, and each the bound its share keeps (2P back to back).
+    for (const t of a.tiers) expect(t.shareRps).toBeCloseTo(7 / 3, 6);
+    expect(a.tiers.map((t) => Math.round(t.boundOnShareMs / 100) / 10)).toEqual([28.1, 112.5, 450]);
+    expect(priced.lastAllotment()).toBe(a);
+  });
 });

@@ -86,12 +86,19 @@ function setup() {
     clock: () => clock.now,
     releaseLease: async () => undefined,
   });
-  return { clock, source, passes, sink, work };
+  const requests = async (tier: number) => {
+    const text = await metrics.registry.metrics();
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith('reviews_bridge_trailing_requests_total{') && l.includes(`tier="${tier}"`));
+    return line === undefined ? 0 : Number(line.split(' ').at(-1));
+  };
+  return { clock, source, passes, sink, work, requests };
 }
 
 describe('trailing tiers each with their share of the budget', () => {
   it("a change shown 8 s late is found by tier 1 while tier 3's long read goes on", async () => {
-    const { clock, source, passes, sink, work } = setup();
+    const { clock, source, passes, sink, work, requests } = setup();
     await passes.fullScan(1, signal);
     // A leadership's first polls reach far back (a predecessor's paging is unknown): settled before the budget counts.
     for (let i = 0; i < 3; i++) await passes.incremental(1, signal);
@@ -127,5 +134,10 @@ describe('trailing tiers each with their share of the budget', () => {
     const report = passes.freshness();
     expect(report.tiers[0]!.boundSeconds).toBeLessThan(30);
     expect(report.tiers[2]!.boundSeconds).toBeNull();
+    // The tiers took the trailing requests in turn (equal shares before polls priced them): about a third each.
+    const byTier = [await requests(1), await requests(2), await requests(3)];
+    console.log('trailing requests by tier', byTier);
+    const all = byTier.reduce((a, b) => a + b, 0);
+    for (const n of byTier) expect(n / all).toBeGreaterThan(0.25);
   }, 60_000);
 });
