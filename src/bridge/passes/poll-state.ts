@@ -156,6 +156,16 @@ export class PollState {
     return this.allotment;
   }
 
+  /**
+   * The updated_date below which a change a trailing read finds was late, as a poll would count it: older than what
+   * polls have covered (less the last poll's paging time, see lateBefore), though polls have not delivered it. Not
+   * missedBefore: a trailing read that comes before the next poll to a change within the polls' lookback finds a
+   * late change too. Null before any poll.
+   */
+  trailingLateBefore(): number | null {
+    return this.covered === null ? null : this.lateBefore(this.covered);
+  }
+
   /** How long the last poll paged (ms); a leadership's first poll allows a predecessor's unknown paging. */
   private pagingAllowance(): number {
     return this.lastDurationMs ?? Math.min(this.settings.ceilingMs, FIRST_POLL_ALLOWANCE_MS);

@@ -43,12 +43,17 @@ export async function openTrailingRead(
   const missedBefore = polls.missedBefore(startedAt);
   if (missedBefore === null) return null;
   const foundBy = `trailing_${read.tier.index}`;
+  // Late as a poll counts it (older than what polls covered), and as of each page, not of the read's start: pages
+  // are asked for as the read goes (between polls, in turn with the other tiers' reads), so a change that showed
+  // after the read began, or one within the polls' lookback that the read reached before the next poll, is late
+  // too (such changes went uncounted once reads of several tiers stayed open side by side).
+  let lateBefore = polls.trailingLateBefore() ?? missedBefore;
   const run = pipeline.open('incremental', epoch, {
-    lateBefore: () => missedBefore,
+    lateBefore: () => (lateBefore = Math.max(lateBefore, polls.trailingLateBefore() ?? lateBefore)),
     foundBy,
     onLate: (latenessMs) => {
       // When it showed is unknown: after the last read whose window held it (which did not find it), at the earliest.
-      const lateness = polls.trailing.latenessAtLeast(missedBefore - latenessMs);
+      const lateness = polls.trailing.latenessAtLeast(lateBefore - latenessMs);
       ctx.metrics.setLatenessSeen(foundBy, lateness);
       polls.lookback.observe(lateness, ctx.clock());
     },
