@@ -285,6 +285,36 @@ describe('polls on the data clock', () => {
   });
 });
 
+describe('trailing reads count late changes as polls do', () => {
+  it("a change within the polls' lookback that a trailing read reaches before the next poll is counted late", async () => {
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const { passes, sink, metric, advance } = setup(source, 300_000, 30_000);
+    await passes.fullScan(1, signal);
+    source.pagesToServe = [];
+    await passes.incremental(1, signal);
+    const trail = async () => {
+      const read = await passes.openTrailing(1, signal);
+      if (read) while (await read.step());
+      return read?.tier ?? null;
+    };
+    expect(await trail()).toBe(3);
+    let stamp = T;
+    for (let i = 1; i <= 5; i++) {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      stamp = source.upstreamTime - 100;
+      source.pagesToServe = [page([review(100 + i, { updated_date: stamp })])];
+      await passes.incremental(1, signal);
+    }
+    // Shown now, stamped half a second before the watermark: within the polls' lookback (1 s), older than what they
+    // covered. Tier 1's read, due, comes before the next poll.
+    source.pagesToServe = [page([review(9, { updated_date: stamp - 500, client_publication_status: 'APPROVED' })])];
+    expect(await trail()).toBe(1);
+    expect(sink.events.map((e) => e.subject)).toContain('9');
+    expect(await metric('late_changes_total', 'found_by="trailing_1"')).toBe(1);
+  });
+});
+
 describe('the lookback priced by the rate budget', () => {
   it('a lookback learned from late changes costs polls at most a quarter of an interval of budget; fixed is not capped', () => {
     const settings = { intervalMs: 1_000, floorMs: 1_000, ceilingMs: 300_000, readsPerInterval: 1_000 };
