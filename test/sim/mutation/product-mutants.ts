@@ -292,6 +292,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: [],
+    unit: ['test/unit/bridge/deletion-recheck.test.ts'],
   },
   {
     name: 'remove-lua-unconditional',
