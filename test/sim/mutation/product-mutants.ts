@@ -159,6 +159,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: ['kafka-send', 'redis-refuse-writes'],
+    unit: ['test/unit/bridge/pipeline.test.ts'],
   },
   {
     name: 'restore-takes-foreign-records',
