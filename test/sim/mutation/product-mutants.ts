@@ -242,6 +242,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: [],
+    unit: ['test/unit/bridge/poll-lookback.test.ts'],
   },
   {
     name: 'watermark-uncapped',
@@ -255,6 +256,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: ['stamps-ahead'],
+    unit: ['test/unit/core/freshness.test.ts', 'test/unit/bridge/poll-lookback.test.ts'],
   },
   {
     name: 'stale-read-overrides',
