@@ -159,6 +159,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: ['kafka-send', 'redis-refuse-writes'],
+    unit: ['test/unit/bridge/pipeline.test.ts'],
   },
   {
     name: 'restore-takes-foreign-records',
@@ -241,6 +242,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: [],
+    unit: ['test/unit/bridge/poll-lookback.test.ts'],
   },
   {
     name: 'watermark-uncapped',
@@ -254,6 +256,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: ['stamps-ahead'],
+    unit: ['test/unit/core/freshness.test.ts', 'test/unit/bridge/poll-lookback.test.ts'],
   },
   {
     name: 'stale-read-overrides',
@@ -292,6 +295,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: [],
+    unit: ['test/unit/bridge/deletion-recheck.test.ts'],
   },
   {
     name: 'remove-lua-unconditional',
