@@ -39,7 +39,15 @@ export class SweepIds {
    * to remember (then `update` says so at once).
    */
   endSweep(
-    end: { pipeline: PagePipeline; run: PipelineRun; deletion: DeletionDeps; ckpt: Checkpoint; startedAt: number },
+    end: {
+      pipeline: PagePipeline;
+      run: PipelineRun;
+      deletion: DeletionDeps;
+      ckpt: Checkpoint;
+      startedAt: number;
+      /** Whether the reads alongside have read since the listing ended (null: none run alongside). */
+      read: (() => boolean) | null;
+    },
     update: CheckpointUpdate,
   ): SweepDeletions | null {
     const { pipeline, run, deletion, ckpt } = end;
@@ -79,17 +87,39 @@ export class SweepIds {
     };
     const span = run.startStep('deletions');
     const listed = (id: number) => listing.seen.has(id);
-    return new SweepDeletions(new DeletionScan(pipeline, deletion, run.epoch, listed, end.startedAt, span, hold));
+    const scan = new DeletionScan(pipeline, deletion, run.epoch, listed, end.startedAt, span, hold);
+    return new SweepDeletions(scan, end.read ?? (() => true));
   }
 }
 
-/** Deletion detection at the end of a complete sweep, a snapshot batch per step. */
+/**
+ * Deletion detection at the end of a complete sweep, a snapshot batch per step, then a wait for the reads
+ * alongside before it decides. A sweep does not list a review that moved behind its cursor while it paged (listed
+ * newest first, a review whose updated_date moves jumps to the front); the polls, and for a change shown late the
+ * widest trailing reads, read it next, and a read since the sweep started keeps a review from its deletions
+ * (deletions.ts re-reads the candidates' entries). So it decides only once each has read since the listing ended.
+ */
 export class SweepDeletions {
-  constructor(private readonly scan: DeletionScan) {}
+  private scanned = false;
 
-  /** Scans a batch of the snapshot; at the end publishes the deletions and resolves false. */
+  constructor(
+    private readonly scan: DeletionScan,
+    /** Whether the reads alongside have each read since the listing ended. */
+    private readonly read: () => boolean,
+  ) {}
+
+  /** Whether it waits for the reads alongside (the loop runs none of its steps meanwhile). */
+  get idle(): boolean {
+    return this.scanned && !this.read();
+  }
+
+  /** Scans a batch of the snapshot; once scanned and read since, publishes the deletions and resolves false. */
   async step(): Promise<boolean> {
-    if (await this.scan.step()) return true;
+    if (!this.scanned) {
+      if (await this.scan.step()) return true;
+      this.scanned = true;
+    }
+    if (!this.read()) return true;
     await this.scan.finish();
     await this.scan.close();
     return false;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BridgeLoop } from '../../../src/bridge/loop.js';
 import { Passes } from '../../../src/bridge/passes/index.js';
+import type { ListOptions, Page, ReviewSource } from '../../../src/upstream/types.js';
 import {
   FakeLease,
   FakeSink,
@@ -15,6 +16,37 @@ import { until } from '../../helpers/wait.js';
 
 // Deletion detection at the end of a complete sweep runs a snapshot batch per loop step, so incremental polls keep
 // their interval while it scans: the real passes and loop on fakes and a fake clock, each batch costing 150 ms.
+
+/**
+ * A listing newest first in which review 7's updated_date moved just before the sweep's last page: the sweep does
+ * not list it (it jumped ahead of the cursor), and the polls read it once the sweep's listing has ended.
+ */
+class MovedAheadSource implements ReviewSource {
+  sweepPages: Page[] = [];
+  listingEnded = false;
+  readonly polledAt: number[] = [];
+
+  constructor(
+    private readonly time: FakeTime,
+    private readonly moved: Page['reviews'][number],
+  ) {}
+
+  pages(options: ListOptions): AsyncIterable<Page> {
+    const sweep = options.kind === 'sweep';
+    if (!sweep) this.polledAt.push(this.time.now);
+    const at = this.time.now;
+    const pages = sweep ? this.sweepPages : [{ ...page(this.listingEnded ? [this.moved] : []), fetchedAt: at }];
+    const walk = async function* (this: MovedAheadSource): AsyncGenerator<Page> {
+      for (const p of pages) yield { ...p, fetchedAt: at };
+      if (sweep) this.listingEnded = true;
+    };
+    return { [Symbol.asyncIterator]: () => walk.call(this) };
+  }
+
+  async checkCredentials(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
 
 /** A clock the loop's sleeps advance, starting now (the fake pages were fetched a minute before). */
 class FakeTime {
@@ -92,5 +124,56 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
       expect(gap).toBeGreaterThanOrEqual(1_000);
       expect(gap).toBeLessThanOrEqual(1_000 + 150);
     }
+  });
+
+  it('does not report deleted a review the sweep did not list until the polls read since the listing ended', async () => {
+    // Issue 48 (newest-first): deletion detection decided right after the listing ended, before any poll could
+    // read a review that had moved ahead of the sweep's cursor, and reported it deleted.
+    const time = new FakeTime();
+    const log: string[] = [];
+    const snapshot = new FakeSnapshot(log);
+    const sink = new FakeSink(log);
+    const metrics = testMetrics();
+    const deps = {
+      snapshot,
+      sink,
+      metrics,
+      logger: silentLogger,
+      eventSource: 'urn:test',
+      initialLoadMode: 'mark' as const,
+    };
+    const all = Array.from({ length: 10 }, (_, i) => review(i + 1));
+    const moved = { ...review(7), updated_date: review(7).updated_date + 60_000 };
+    const source = new MovedAheadSource(time, moved);
+    source.sweepPages = [page(all)];
+    const passes = new Passes({ ...deps, clock: time.clock }, source, {
+      overlapMs: 1000,
+      metrics,
+      deleteMaxFraction: 0.5,
+      account: 'test',
+    });
+    await passes.fullScan(1, new AbortController().signal);
+    expect(snapshot.entries.size).toBe(10);
+
+    // A minute later, the sweep lists every review but 7, and review 3 is gone for good.
+    time.now += 60_000;
+    source.sweepPages = [page(all.filter((r) => r.id !== 7 && r.id !== 3))];
+    source.listingEnded = false;
+    snapshot.sweepRequested = true;
+    const loop = new BridgeLoop({
+      passes,
+      lease: new FakeLease(),
+      metrics,
+      logger: silentLogger,
+      clock: time.clock,
+      sleep: time.sleep,
+      timing: { pollIntervalMs: 1_000, sweepIntervalMs: 0, leaseTtlMs: 600, maxBackoffMs: 20 },
+    });
+    loop.start();
+    await until(() => sink.deletions.length > 0, 10_000);
+    await loop.stop();
+
+    expect(sink.deletions.map((e) => e.subject)).toEqual(['3']);
+    expect(snapshot.entries.get(7)?.updatedDate).toBe(moved.updated_date);
   });
 });
