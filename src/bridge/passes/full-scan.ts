@@ -88,11 +88,13 @@ export async function openFullScan(
     if (ids && scan.kind === 'initial') ids.endInitialLoad(update);
     else if (ids && deletion) {
       await run.settle();
-      // What the listing showed once it ended, and changed meanwhile, the reads alongside read next (a review
-      // updated while the sweep paged may have moved behind its cursor): the deletions wait for them.
-      const listedAt = ctx.clock();
-      const read = alongside ? () => ctx.polls.readSince(listedAt) : null;
-      const deletions = ids.endSweep({ pipeline, run, deletion, ckpt, startedAt: scan.startedAt, read }, update);
+      // A review updated while the sweep paged may have moved behind its cursor: the deletions read the listing
+      // again when it is sorted newest first, and wait for the reads alongside (sweep-deletions.ts).
+      const readSince = alongside ? (at: number) => ctx.polls.readSince(at) : null;
+      const reread = (since: number) =>
+        source.pages({ updatedSince: since, kind: 'sweep', signal })[Symbol.asyncIterator]();
+      const end = { pipeline, run, deletion, ckpt, startedAt: scan.startedAt, readSince, reread };
+      const deletions = ids.endSweep(end, update);
       if (deletions) {
         detection = { deletions, update };
         return true;

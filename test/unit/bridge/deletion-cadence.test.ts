@@ -18,13 +18,15 @@ import { until } from '../../helpers/wait.js';
 // their interval while it scans: the real passes and loop on fakes and a fake clock, each batch costing 150 ms.
 
 /**
- * A listing newest first in which review 7's updated_date moved just before the sweep's last page: the sweep does
- * not list it (it jumped ahead of the cursor), and the polls read it once the sweep's listing has ended.
+ * A listing in which review 7's updated_date moved just before the sweep's last page: the sweep does not list it
+ * (listed newest first, it jumped ahead of the cursor). The polls read it once the sweep's listing has ended, or,
+ * shown later than they look back (`pollsSee` false), never; a read from an updated_date lists it.
  */
 class MovedAheadSource implements ReviewSource {
   sweepPages: Page[] = [];
   listingEnded = false;
-  readonly polledAt: number[] = [];
+  pollsSee = true;
+  readonly rereads: number[] = [];
 
   constructor(
     private readonly time: FakeTime,
@@ -32,13 +34,19 @@ class MovedAheadSource implements ReviewSource {
   ) {}
 
   pages(options: ListOptions): AsyncIterable<Page> {
-    const sweep = options.kind === 'sweep';
-    if (!sweep) this.polledAt.push(this.time.now);
     const at = this.time.now;
-    const pages = sweep ? this.sweepPages : [{ ...page(this.listingEnded ? [this.moved] : []), fetchedAt: at }];
+    const { kind, updatedSince } = options;
+    let pages: Page[];
+    if (kind === 'sweep' && updatedSince === undefined) pages = this.sweepPages;
+    else if (kind === 'sweep') {
+      this.rereads.push(updatedSince!);
+      const listed = this.sweepPages.flatMap((p) => p.reviews).filter((r) => r.updated_date >= updatedSince!);
+      pages = [page([this.moved, ...listed])];
+    } else pages = [page(this.listingEnded && this.pollsSee ? [this.moved] : [])];
+    const full = kind === 'sweep' && updatedSince === undefined;
     const walk = async function* (this: MovedAheadSource): AsyncGenerator<Page> {
       for (const p of pages) yield { ...p, fetchedAt: at };
-      if (sweep) this.listingEnded = true;
+      if (full) this.listingEnded = true;
     };
     return { [Symbol.asyncIterator]: () => walk.call(this) };
   }
@@ -126,9 +134,8 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
     }
   });
 
-  it('does not report deleted a review the sweep did not list until the polls read since the listing ended', async () => {
-    // Issue 48 (newest-first): deletion detection decided right after the listing ended, before any poll could
-    // read a review that had moved ahead of the sweep's cursor, and reported it deleted.
+  /** A sweep of 10 reviews that does not list 7 (moved ahead of its cursor) and 3 (deleted); what it reports deleted. */
+  async function sweepPastMoved(setup: (source: MovedAheadSource, all: Page['reviews']) => void) {
     const time = new FakeTime();
     const log: string[] = [];
     const snapshot = new FakeSnapshot(log);
@@ -157,8 +164,11 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
 
     // A minute later, the sweep lists every review but 7, and review 3 is gone for good.
     time.now += 60_000;
-    source.sweepPages = [page(all.filter((r) => r.id !== 7 && r.id !== 3))];
     source.listingEnded = false;
+    setup(
+      source,
+      all.filter((r) => r.id !== 7 && r.id !== 3),
+    );
     snapshot.sweepRequested = true;
     const loop = new BridgeLoop({
       passes,
@@ -172,8 +182,30 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
     loop.start();
     await until(() => sink.deletions.length > 0, 10_000);
     await loop.stop();
+    return { deleted: sink.deletions.map((e) => e.subject), source, entry7: snapshot.entries.get(7) };
+  }
 
-    expect(sink.deletions.map((e) => e.subject)).toEqual(['3']);
-    expect(snapshot.entries.get(7)?.updatedDate).toBe(moved.updated_date);
+  it('does not report deleted a review the sweep did not list until the polls read since the listing ended', async () => {
+    // Issue 48 (newest-first): deletion detection decided right after the listing ended, before any poll could
+    // read a review that had moved ahead of the sweep's cursor, and reported it deleted. (Listed by id here, so
+    // that the polls alone must keep it.)
+    const { deleted, source, entry7 } = await sweepPastMoved((source, listed) => {
+      source.sweepPages = [page(listed)];
+    });
+    expect(deleted).toEqual(['3']);
+    expect(source.rereads).toEqual([]);
+    expect(entry7?.updatedDate).toBe(review(7).updated_date + 60_000);
+  });
+
+  it('reads a newest-first listing again from the oldest candidate: a review no poll reads is not deleted', async () => {
+    // Issue 48 (seed 48608 with newest-first): a change shown 131 s after its stamp, beyond what the polls and the
+    // trailing reads look back, moved a review ahead of the sweep's cursor; nothing but a sweep could list it.
+    const { deleted, source } = await sweepPastMoved((source, listed) => {
+      source.pollsSee = false;
+      source.sweepPages = [page(listed.slice(5).reverse()), page(listed.slice(0, 5).reverse())];
+    });
+    expect(deleted).toEqual(['3']);
+    // From the older of the two candidates' stamps (3's).
+    expect(source.rereads).toEqual([review(3).updated_date]);
   });
 });
