@@ -292,6 +292,10 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: [],
+    // The simulation rarely reaches it since a newest-first listing is read again before deciding (issue 48): a
+    // review then escapes both reads only by moving twice. The loop test of a sweep that decides after a poll read
+    // a review the sweep did not list (listed by id, so no second read) needs the re-check.
+    unit: ['test/unit/bridge/deletion-cadence.test.ts'],
   },
   {
     name: 'remove-lua-unconditional',
