@@ -38,12 +38,27 @@ export class SweepListing {
   readonly digests: string[] = [];
   /** How many unreadable records were listed. */
   unreadableCount = 0;
+  /** The updated_date of the last review listed, and whether every one so far was at most the one before. */
+  private lastStamp: number | null = null;
+  private descending = true;
 
   constructor(private readonly cap = UNREADABLE_MEMORY_MAX) {}
 
-  /** Records a listed record with a readable id. */
-  listed(id: number): void {
+  /** Records a listed record with a readable id (and, when readable, its updated_date, in listing order). */
+  listed(id: number, updatedDate?: number): void {
     this.seen.add(id);
+    if (updatedDate === undefined) return;
+    if (this.lastStamp !== null && updatedDate > this.lastStamp) this.descending = false;
+    this.lastStamp = updatedDate;
+  }
+
+  /**
+   * Whether the listing looked sorted newest first (every review's updated_date at most the one listed before).
+   * Only such a listing can pass a review that still exists: one whose updated_date moves while the sweep pages
+   * jumps ahead of its cursor (listed by id, a review stays where it was; oldest first, it moves to the end).
+   */
+  get newestFirst(): boolean {
+    return this.descending && this.lastStamp !== null;
   }
 
   /** Records a listed record whose id cannot be read, by the keyed digest of its raw body. */
@@ -56,6 +71,17 @@ export class SweepListing {
   get tooMany(): boolean {
     return this.unreadableCount > this.cap;
   }
+}
+
+/**
+ * The updated_date a read must start from to list every one of `candidates` (the snapshot entries of reviews a
+ * newest-first sweep did not list) that still exists: a review's updated_date never goes below the one its entry
+ * holds, so such a read lists it unless it moves again while the read pages. Null without candidates.
+ */
+export function confirmationSince(candidates: Iterable<{ updatedDate: number }>): number | null {
+  let since: number | null = null;
+  for (const { updatedDate } of candidates) since = since === null ? updatedDate : Math.min(since, updatedDate);
+  return since;
 }
 
 /** What a complete listing leaves the next one to compare with (the checkpoint carries it). */

@@ -90,9 +90,13 @@ export function diffReview(input: DiffInput): DiffResult {
   const pwrChanged = prev.pwr !== review.pwr_publication_status;
   const { changed: contentChanged, rekey } = compareContent(prev, digest, keyId, source);
   if (!clientChanged && !pwrChanged && !contentChanged) {
-    if (rekey) return { events: [], next: { ...rehashed(prev, fp()), updatedDate: review.updated_date } };
+    // An entry written again carries this read's fetch time: a sweep's deletion detection keeps a review read
+    // after the sweep started (its updated_date moved: a newest-first sweep may have passed it), and an older page
+    // must not overwrite what this read stored.
+    const observedAt = Math.max(prev.observedAt, input.fetchedAt);
+    if (rekey) return { events: [], next: { ...rehashed(prev, fp()), updatedDate: review.updated_date, observedAt } };
     return review.updated_date > prev.updatedDate
-      ? { events: [], next: { ...prev, updatedDate: review.updated_date } }
+      ? { events: [], next: { ...prev, updatedDate: review.updated_date, observedAt } }
       : NOTHING;
   }
 

@@ -21,8 +21,12 @@ export interface ScheduleTiming {
 
 /** What the loop knows when it picks the next step (times in ms of the loop's clock). */
 export interface StepState {
-  /** The open full scan (initial load, sweep or resync), and whether polls may run beside it; null when none. */
-  longPass: { type: LongPassType; pollable: boolean } | null;
+  /**
+   * The open full scan (initial load, sweep or resync), whether polls may run beside it, and whether it waits on
+   * them (`idle`: a sweep's deletions wait for reads begun after its listing ended; none of its steps run
+   * meanwhile); null when none.
+   */
+  longPass: { type: LongPassType; pollable: boolean; idle?: boolean } | null;
   /** The initial load has completed (the watermark exists, polls run). */
   initialDone: boolean;
   /** When the next poll is due. */
@@ -51,8 +55,8 @@ export type Step =
 /**
  * The next step of a leader that is not paused: a due poll first (polls are never starved by a long pass), then a
  * page of the trailing read open or due (a sweep can take hours; a late change's bound must hold meanwhile, and a
- * trailing read is a few pages a period), then a page of deletion detection or of the open full scan, else a wait
- * until the next poll or trailing read (at most a lease period).
+ * trailing read is a few pages a period), then a page of deletion detection or of the open full scan (unless it
+ * waits on those reads), else a wait until the next poll or trailing read (at most a lease period).
  */
 export function nextStep(state: StepState, now: number, timing: ScheduleTiming): Step {
   // Incremental polls need a watermark: the initial load's first page sets it (then the scan says `pollable`).
@@ -61,7 +65,7 @@ export function nextStep(state: StepState, now: number, timing: ScheduleTiming):
   const trailingAt = state.initialDone ? (state.trailingDueAt ?? null) : null;
   if (state.trailingOpen || (trailingAt !== null && now >= trailingAt)) return { kind: 'trailing-page' };
   if (state.deletionStepPending) return { kind: 'deletion-step' };
-  if (state.longPass) return { kind: 'scan-page' };
+  if (state.longPass && state.longPass.idle !== true) return { kind: 'scan-page' };
   const until = Math.min(state.nextPollAt, trailingAt ?? Infinity) - now;
   return { kind: 'wait', ms: Math.max(0, Math.min(until, timing.leaseTtlMs / 3)) };
 }

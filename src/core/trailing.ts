@@ -234,6 +234,15 @@ export class TrailingSchedule {
     return Math.max(0, covered - stamp);
   }
 
+  /**
+   * Whether the widest tier's last read began after local time `at` (and so read every change the listing showed
+   * then up to its lateness); true without tiers (there is nothing to wait for).
+   */
+  readSince(at: number): boolean {
+    const widest = this.states.at(-1);
+    return widest === undefined || (widest.startedAt !== null && widest.startedAt > at);
+  }
+
   /** Forgets every read (a new leadership: what the last one delivered is not known here). */
   reset(): void {
     for (const s of this.states) {

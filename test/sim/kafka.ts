@@ -72,6 +72,11 @@ export class SimKafka {
    */
   delayNextCommitMs = 0;
   /**
+   * Told when a delayed commit request is sent (`delayNextCommitMs` then): the disturbance runs from then, not from
+   * the fault's moment (a commit held by an earlier delay may send the delayed one long after).
+   */
+  onDelayedCommit: ((delayMs: number) => void) | null = null;
+  /**
    * Commits lose their answer while set (and the next one does when `once`): `landed` says whether such a commit
    * still lands or not.
    */
@@ -315,6 +320,7 @@ export class SimSink implements PassesSink {
     if (delay > 0) {
       this.kafka.delayNextCommitMs = 0;
       this.world.note(`${this.actor.name}: a commit request reaches the coordinator ${delay} ms late`);
+      this.kafka.onDelayedCommit?.(delay);
       await this.world.sleeper(this.actor)(delay);
     }
     const outcome = await this.world.step(this.actor, 'kafka commit', () => {

@@ -61,12 +61,11 @@ export const PENDING_FIXES: Readonly<Partial<Record<FaultClass, string>>> = {
   // (passes with the bursts cut to one change and the Date header's offset at 0; either alone breaks it; no
   // branch owns it yet: for the lead to route).
   bursts: 'unowned: sweep starved by polls longer than their interval',
-  // Seeds 48509, 48545, 48608, 48736 (every default class): a second review.created, in each with the listing
-  // newest first, and none with the same plan listed oldest first or by id: a review updated during a sweep moves
-  // ahead of the sweep's keyset cursor, the sweep never lists it, and deletion inference takes it for deleted
-  // (no branch owns it: for the lead to route).
-  'newest-first': 'unowned: deletion inferred for a review a newest-first sweep skipped',
 };
+
+// newest-first (on by default since issue 48's fix): seeds 48509, 48545, 48608, 48736 found a review moved ahead of a
+// newest-first sweep's cursor reported deleted (then created again); deletion detection now reads such a listing
+// again from its oldest missing review and waits for reads begun after it (src/bridge/passes/sweep-deletions.ts).
 
 /**
  * Classes off by default for their cost, not for a bug: long-schedules runs hours of virtual time per schedule

@@ -251,6 +251,11 @@ export async function runSchedule(
 
   // Faults, and when each disturbed the deployments (the checker's progress bound starts once they heal).
   const disturbed: Window[] = [{ from: START, to: START + mainStart }];
+  // A commit request held past the transaction timeout disturbs from when it is sent until the coordinator's abort
+  // (a timeout after it is due), whenever that is: the fault's own window below assumes it is sent at once.
+  kafka.onDelayedCommit = (delayMs) => {
+    disturbed.push({ from: clock.now(), to: clock.now() + delayMs + TXN_TIMEOUT_MS });
+  };
   for (const f of plan.faults) {
     clock.at(START + f.at, () => {
       world.note(`fault ${JSON.stringify(f)}`);

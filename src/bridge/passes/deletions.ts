@@ -95,6 +95,11 @@ export class DeletionScan {
     return true;
   }
 
+  /** The entries scanned as missing so far that the sweep has not listed since (its second read may list them). */
+  candidates(): Array<[number, SnapshotEntry]> {
+    return this.missing.filter(([id]) => !this.sawReview(id));
+  }
+
   /** Decides on what the steps found and publishes the deletions (after every step returned false). */
   async finish(): Promise<DeletionOutcome> {
     try {
@@ -111,7 +116,8 @@ export class DeletionScan {
     const { deps, pipeline } = this;
     const { logger, eventSource } = pipeline.deps;
     const held = this.hold?.(this.unlisted);
-    const missing = (await this.stillMissing()).filter(([id]) => !held?.has(id));
+    // A review listed since the scan (by the second read of a newest-first listing) is not missing.
+    const missing = (await this.stillMissing()).filter(([id]) => !held?.has(id) && !this.sawReview(id));
     const known = this.known;
     const verdict = deletionVerdict(missing.length, known, deps.maxFraction);
     if (verdict.action === 'none') return { deleted: 0 };

@@ -20,13 +20,19 @@ export interface LongPassRun {
   readonly summary: PassSummary;
   /** Whether incremental polls can run alongside (the checkpoint has a watermark: an initial load's first page). */
   readonly pollable: boolean;
+  /** Whether it waits on the reads alongside (a sweep's deletions: sweep-deletions.ts); absent: never. */
+  readonly idle?: boolean;
   /** Processes the next page; resolves false when the scan has completed and been committed. */
   step(): Promise<boolean>;
   /** Abandons the scan: closes the page iterator (its abort listeners and prefetch). The checkpoint keeps the cursor. */
   close(): Promise<void>;
 }
 
-/** Starts or resumes (from its checkpointed cursor) a full scan; the initial load when the snapshot is empty. */
+/**
+ * Starts or resumes (from its checkpointed cursor) a full scan; the initial load when the snapshot is empty.
+ * `alongside`: the loop runs polls and trailing reads beside it, and its deletions wait for them (sweep-deletions.ts);
+ * false for a scan run alone (the `sweep` command, tests), which has no reads to wait for.
+ */
 export async function openFullScan(
   ctx: PassContext,
   pipeline: PagePipeline,
@@ -34,6 +40,7 @@ export async function openFullScan(
   epoch: number,
   signal: AbortSignal,
   deletion: DeletionDeps | null = null,
+  alongside = false,
 ): Promise<LongPassRun> {
   await pipeline.settle();
   const ckpt = await pipeline.deps.snapshot.checkpoint(true);
@@ -81,7 +88,13 @@ export async function openFullScan(
     if (ids && scan.kind === 'initial') ids.endInitialLoad(update);
     else if (ids && deletion) {
       await run.settle();
-      const deletions = ids.endSweep({ pipeline, run, deletion, ckpt, startedAt: scan.startedAt }, update);
+      // A review updated while the sweep paged may have moved behind its cursor: the deletions read the listing
+      // again when it is sorted newest first, and wait for the reads alongside (sweep-deletions.ts).
+      const readSince = alongside ? (at: number) => ctx.polls.readSince(at) : null;
+      const reread = (since: number) =>
+        source.pages({ updatedSince: since, kind: 'sweep', signal })[Symbol.asyncIterator]();
+      const end = { pipeline, run, deletion, ckpt, startedAt: scan.startedAt, readSince, reread };
+      const deletions = ids.endSweep(end, update);
       if (deletions) {
         detection = { deletions, update };
         return true;
@@ -95,6 +108,9 @@ export async function openFullScan(
     summary: run.summary,
     get pollable() {
       return cursor.watermarkSet;
+    },
+    get idle() {
+      return detection?.deletions.idle ?? false;
     },
     step: async () => {
       if (detection) return (await detection.deletions.step()) || finishScan(detection.update);
@@ -180,6 +196,9 @@ export function tracedScan(run: PipelineRun, signal: AbortSignal, scan: LongPass
     summary: scan.summary,
     get pollable() {
       return scan.pollable;
+    },
+    get idle() {
+      return scan.idle;
     },
     step: async () => {
       try {

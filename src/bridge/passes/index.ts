@@ -413,7 +413,7 @@ export class Passes implements PassRunner {
   }
 
   openFullScan(epoch: number, signal: AbortSignal): Promise<LongPassRun> {
-    return openFullScan(this.ctx, this.pipeline, this.source, epoch, signal, this.deletion);
+    return openFullScan(this.ctx, this.pipeline, this.source, epoch, signal, this.deletion, true);
   }
 
   settle(): Promise<void> {
@@ -474,7 +474,8 @@ export class Passes implements PassRunner {
 
   /** Runs a whole full scan now (the `sweep` command, benchmarks); `afterPage` runs after every page (progress). */
   async fullScan(epoch: number, signal: AbortSignal, afterPage?: () => Promise<void>): Promise<LongPassRun> {
-    const run = await this.openFullScan(epoch, signal);
+    // Alone: no polls run beside it, so its deletions have no reads to wait for.
+    const run = await openFullScan(this.ctx, this.pipeline, this.source, epoch, signal, this.deletion);
     try {
       // One page per step; the pipeline overlaps each page's publish with the next page's read.
       while (await run.step()) await afterPage?.();

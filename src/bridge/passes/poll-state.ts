@@ -50,6 +50,8 @@ export class PollState {
   private lastDurationMs: number | null = null;
   /** The watermark the last committed poll covered (null before the first). */
   private covered: number | null = null;
+  /** Local time the last committed poll began (null before the first). */
+  private lastStartedAt: number | null = null;
   /** Whether the polls have been taking longer than their interval (one log line per episode). */
   overrunning = false;
   /** Whether the trailing reads have been missing their bound (one log line per episode). */
@@ -166,6 +168,15 @@ export class PollState {
     return this.covered === null ? null : this.lateBefore(this.covered);
   }
 
+  /**
+   * Whether the polls and the widest trailing reads have each read once since local time `at`: everything the
+   * listing showed at `at`, up to POLL_OVERLAP_MS late, has been read (a sweep's deletions wait for it: see
+   * sweep-deletions.ts). A read that began at `at` itself does not count (it may have paged before it).
+   */
+  readSince(at: number): boolean {
+    return this.lastStartedAt !== null && this.lastStartedAt > at && this.trailing.readSince(at);
+  }
+
   /** How long the last poll paged (ms); a leadership's first poll allows a predecessor's unknown paging. */
   private pagingAllowance(): number {
     return this.lastDurationMs ?? Math.min(this.settings.ceilingMs, FIRST_POLL_ALLOWANCE_MS);
@@ -174,6 +185,7 @@ export class PollState {
   /** A poll that began at `startedAt` committed watermark `covered` at `now`; resolves whether it overran. */
   committed(covered: number, startedAt: number, now: number): boolean {
     this.covered = covered;
+    this.lastStartedAt = startedAt;
     this.lastDurationMs = Math.max(0, now - startedAt);
     return this.lastDurationMs > this.settings.intervalMs;
   }

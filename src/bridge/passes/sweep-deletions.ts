@@ -1,4 +1,4 @@
-import { inferUnreadable, SweepListing } from '../../core/deletion-inference.js';
+import { confirmationSince, inferUnreadable, SweepListing } from '../../core/deletion-inference.js';
 import type { Checkpoint, CheckpointUpdate } from '../../core/checkpoint.js';
 import { keyedRecordDigest, recordDigest } from '../../core/record-digest.js';
 import type { PagePipeline, PipelineRun } from '../pipeline.js';
@@ -39,7 +39,17 @@ export class SweepIds {
    * to remember (then `update` says so at once).
    */
   endSweep(
-    end: { pipeline: PagePipeline; run: PipelineRun; deletion: DeletionDeps; ckpt: Checkpoint; startedAt: number },
+    end: {
+      pipeline: PagePipeline;
+      run: PipelineRun;
+      deletion: DeletionDeps;
+      ckpt: Checkpoint;
+      startedAt: number;
+      /** Whether the reads alongside have each read since a local time (null: none run alongside). */
+      readSince: ((at: number) => boolean) | null;
+      /** Opens a read of the listing from an updated_date (the confirmation of a newest-first sweep's deletions). */
+      reread: (since: number) => AsyncIterator<Page>;
+    },
     update: CheckpointUpdate,
   ): SweepDeletions | null {
     const { pipeline, run, deletion, ckpt } = end;
@@ -79,31 +89,93 @@ export class SweepIds {
     };
     const span = run.startStep('deletions');
     const listed = (id: number) => listing.seen.has(id);
-    return new SweepDeletions(new DeletionScan(pipeline, deletion, run.epoch, listed, end.startedAt, span, hold));
+    const scan = new DeletionScan(pipeline, deletion, run.epoch, listed, end.startedAt, span, hold);
+    return new SweepDeletions(scan, listing, { clock: pipeline.clock, readSince: end.readSince, reread: end.reread });
   }
 }
 
-/** Deletion detection at the end of a complete sweep, a snapshot batch per step. */
+/**
+ * Deletion detection at the end of a complete sweep: a snapshot batch per step; then, after a listing sorted newest
+ * first, a read of it again down to the oldest candidate; then a wait for the reads alongside; then the decision.
+ * Listed newest first, a review whose updated_date moves while the sweep pages jumps ahead of its cursor and is not
+ * listed: the second read lists every candidate that still exists (a review's updated_date never goes below its
+ * entry's) unless it moves again meanwhile, and the polls (and, for a change shown late, the widest trailing reads)
+ * begun after it read that one. A review any of them listed, or whose entry a read wrote since the sweep started
+ * (deletions.ts re-reads the candidates' entries), is not deleted.
+ */
 export class SweepDeletions {
-  constructor(private readonly scan: DeletionScan) {}
+  private phase: 'scan' | 'reread' | 'wait' = 'scan';
+  private pages: AsyncIterator<Page> | null = null;
+  /** Local time the last read of the listing (the sweep's, or the second) ended. */
+  private listedAt: number;
 
-  /** Scans a batch of the snapshot; at the end publishes the deletions and resolves false. */
+  constructor(
+    private readonly scan: DeletionScan,
+    private readonly listing: SweepListing,
+    private readonly deps: {
+      clock: () => number;
+      readSince: ((at: number) => boolean) | null;
+      reread: (since: number) => AsyncIterator<Page>;
+    },
+  ) {
+    this.listedAt = deps.clock();
+  }
+
+  /** Whether it waits for the reads alongside (the loop runs none of its steps meanwhile). */
+  get idle(): boolean {
+    return this.phase === 'wait' && !this.readSince();
+  }
+
+  /** One step: a snapshot batch, a page of the second read, or the decision once the reads alongside read since. */
   async step(): Promise<boolean> {
-    if (await this.scan.step()) return true;
+    if (this.phase === 'scan') {
+      if (await this.scan.step()) return true;
+      const since = this.listing.newestFirst ? confirmationSince(this.scan.candidates().map(([, e]) => e)) : null;
+      if (since !== null) this.pages = this.deps.reread(since);
+      this.phase = since === null ? 'wait' : 'reread';
+      if (since !== null) return true;
+    }
+    if (this.phase === 'reread' && this.pages) {
+      const next = await this.pages.next();
+      if (!next.done) {
+        listAgain(this.listing, next.value);
+        return true;
+      }
+      this.pages = null;
+      this.listedAt = this.deps.clock();
+      this.phase = 'wait';
+    }
+    if (!this.readSince()) return true;
     await this.scan.finish();
-    await this.scan.close();
+    await this.close();
     return false;
   }
 
-  /** Abandons the detection (closes its snapshot scan). */
-  close(): Promise<void> {
-    return this.scan.close();
+  /** Abandons the detection (closes its snapshot scan and its second read). */
+  async close(): Promise<void> {
+    const pages = this.pages;
+    this.pages = null;
+    await pages?.return?.();
+    await this.scan.close();
+  }
+
+  private readSince(): boolean {
+    return this.deps.readSince?.(this.listedAt) ?? true;
+  }
+}
+
+/** Records the readable ids of a page of the second read (its unreadable records were counted by the sweep's). */
+function listAgain(listing: SweepListing, page: Page): void {
+  for (const review of page.reviews) listing.seen.add(review.id);
+  for (const reject of page.rejects) {
+    const id = reject.id === null ? NaN : Number(reject.id);
+    if (Number.isSafeInteger(id) && id > 0) listing.seen.add(id);
   }
 }
 
 /** Records a page's records: a readable id is a listed review; without one, the record's keyed digest. */
 function listPage(listing: SweepListing, page: Page, digestOf: (raw: unknown) => string): void {
-  for (const review of page.reviews) listing.listed(review.id);
+  for (const review of page.reviews) listing.listed(review.id, review.updated_date);
   for (const reject of page.rejects) {
     const id = reject.id === null ? NaN : Number(reject.id);
     if (Number.isSafeInteger(id) && id > 0) listing.listed(id);

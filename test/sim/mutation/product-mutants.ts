@@ -295,7 +295,10 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: [],
-    unit: ['test/unit/bridge/deletion-recheck.test.ts'],
+    // The simulation rarely reaches it since a newest-first listing is read again before deciding (issue 48): a
+    // review then escapes both reads only by moving twice. The loop test of a sweep that decides after a poll read
+    // a review the sweep did not list (listed by id, so no second read) needs the re-check.
+    unit: ['test/unit/bridge/deletion-cadence.test.ts', 'test/unit/bridge/deletion-recheck.test.ts'],
   },
   {
     name: 'remove-lua-unconditional',

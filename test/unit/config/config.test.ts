@@ -73,6 +73,8 @@ describe('loadConfig', () => {
       lookbackFloorMs: 1_000,
       freshnessBoundMs: 30_000,
       readsPerInterval: 960,
+      // The upstream's page size, which prices the trailing tiers' shares of the budget.
+      pageSize: 100,
     });
     expect(loadConfig({ ...minimal, POLL_MIN_INTERVAL_MS: '2000' }).poll.intervalMs).toBe(2_000);
     expect(loadConfig({ ...minimal, POLL_INTERVAL_MS: '500', POLL_MIN_INTERVAL_MS: '2000' }).poll.intervalMs).toBe(500);

@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { inferUnreadable, SweepListing, type UnreadableMemory } from '../../../src/core/deletion-inference.js';
+import {
+  confirmationSince,
+  inferUnreadable,
+  SweepListing,
+  type UnreadableMemory,
+} from '../../../src/core/deletion-inference.js';
 
 // The inference that lets deletion detection go on while records whose id cannot be read stay listed, in any
 // listing order: which reviews a record may stand for (held), and which sweeps leave deletions undecided.
@@ -113,6 +118,38 @@ function ordered(records: Listed[], order: string, seed: number): Listed[] {
   }
   return sorted;
 }
+
+describe('a newest-first listing and its second read (issue 48)', () => {
+  it('tells a listing sorted newest first from one by id or oldest first', () => {
+    const of = (stamps: number[]) => {
+      const listing = new SweepListing();
+      stamps.forEach((at, i) => listing.listed(i + 1, at));
+      return listing.newestFirst;
+    };
+    expect([of([9, 7, 7, 3]), of([3, 7, 9]), of([7, 9, 3]), of([])]).toEqual([true, false, false, false]);
+    // Records without a readable date do not break the order.
+    const listing = new SweepListing();
+    listing.listed(1, 9);
+    listing.listed(2);
+    listing.listed(3, 4);
+    expect(listing.newestFirst).toBe(true);
+  });
+
+  it('reads again from the oldest candidate: every candidate still listed, whatever it became, is in that read', () => {
+    expect(confirmationSince([])).toBeNull();
+    expect(confirmationSince([{ updatedDate: 500 }, { updatedDate: 120 }, { updatedDate: 300 }])).toBe(120);
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ id: fc.nat(50), updatedDate: fc.nat(1_000), moved: fc.nat(1_000) }), { minLength: 1 }),
+        (candidates) => {
+          const since = confirmationSince(candidates)!;
+          // A review's updated_date only grows: whatever it moved to, a read from `since` lists it.
+          for (const c of candidates) expect(c.updatedDate + c.moved).toBeGreaterThanOrEqual(since);
+        },
+      ),
+    );
+  });
+});
 
 describe('deletion inference over sweeps in any listing order (property)', () => {
   it('never deletes a listed review; deletes every review gone for two complete sweeps without a new record', () => {

@@ -62,6 +62,31 @@ describe('missingFromSweep', () => {
     expect(missingFromSweep([[7, entry(7, 100)]], () => false, 100)).toEqual([]);
     expect(missingFromSweep([[7, entry(7, 99)]], () => false, 100)).toHaveLength(1);
   });
+
+  it('never deletes a review a poll read after the sweep started, even when only its updated_date moved', () => {
+    // Issue 48 (seeds 48509, 48545, 48608, 48736 with newest-first): listed newest first, a review whose
+    // updated_date moves while the sweep pages jumps ahead of the sweep's cursor, so the sweep never lists it; a
+    // poll reads it, with nothing but the date changed. That read must keep it from this sweep's deletions.
+    const review = {
+      id: 7,
+      updated_date: 1_000,
+      client_publication_status: 'APPROVED',
+      pwr_publication_status: 'PENDING',
+      headline: 'h',
+    };
+    const base = { detection: 'incremental', source: 'urn:t', suppressCreated: false } as const;
+    const known = diffReview({ ...base, previous: null, review, fetchedAt: 50 }).next!;
+    const sweepStartedAt = 100;
+    const moved = { ...review, updated_date: 1_500 };
+    const polled = diffReview({ ...base, previous: known, review: moved, fetchedAt: 140 });
+    expect(polled.events).toEqual([]);
+    expect(polled.next).toMatchObject({ updatedDate: 1_500, observedAt: 140 });
+    // Scanned after the poll: not a candidate. Scanned before it: the re-check sees the entry written again.
+    expect(missingFromSweep([[7, polled.next!]], () => false, sweepStartedAt)).toEqual([]);
+    expect(polled.next!.observedAt).not.toBe(known.observedAt);
+    // A read that moved nothing writes nothing (the entry stays as scanned).
+    expect(diffReview({ ...base, previous: polled.next!, review: moved, fetchedAt: 150 }).next).toBeNull();
+  });
 });
 
 describe('deletedEvents', () => {

@@ -123,6 +123,20 @@ describe('TrailingSchedule', () => {
     expect(s.holding(90_000)).toBe(90_000);
   });
 
+  it('readSince: only a read of the widest tier begun after the time counts; without tiers, nothing to wait for', () => {
+    const s = new TrailingSchedule(tiers);
+    expect(s.readSince(0)).toBe(false);
+    const widest = s.due(1_000, 1_000)!;
+    s.completed(widest, 1_000, 1_000, 2_000);
+    expect([s.readSince(999), s.readSince(1_000)]).toEqual([true, false]);
+    // A narrower tier's read does not serve the widest one.
+    const narrow = s.due(7_000, 7_000)!;
+    expect(narrow.tier.index).toBe(1);
+    s.completed(narrow, 7_000, 7_000, 7_500);
+    expect(s.readSince(5_000)).toBe(false);
+    expect(new TrailingSchedule([]).readSince(0)).toBe(true);
+  });
+
   it("whatever the reads' timing, every change showing up to POLL_OVERLAP_MS late lies in the window of the next read of the widest tier", () => {
     fc.assert(
       fc.property(

@@ -99,9 +99,10 @@ describe('digests and ids stay those of earlier versions', () => {
       ...UNKEYED,
     };
     const input = { review, detection: 'sweep' as const, source: 'urn:x', fetchedAt: 5, suppressCreated: false, key };
+    // Re-keyed, and observed by this read (deletion detection's re-check sees that a read listed it).
     expect(diffReview({ ...input, previous: legacy })).toEqual({
       events: [],
-      next: { ...legacy, ...KEYED },
+      next: { ...legacy, ...KEYED, observedAt: 5 },
     });
     // An edit of the headline since: named by comparing the unkeyed field hashes.
     const edited = diffReview({ ...input, previous: legacy, review: { ...review, headline: 'other' } });
@@ -125,7 +126,7 @@ describe('digests and ids stay those of earlier versions', () => {
     const unchanged = diffReview({ ...input, previous: slotKeyed });
     expect(unchanged).toEqual({
       events: [],
-      next: { ...slotKeyed, fieldHashes: KEYED.fieldHashes, fieldHashForm: undefined },
+      next: { ...slotKeyed, fieldHashes: KEYED.fieldHashes, fieldHashForm: undefined, observedAt: 5 },
     });
     expect(encodeEntry(unchanged.next!)[0]).toBe(3);
     expect(decodeEntry(encodeEntry(unchanged.next!))).not.toHaveProperty('fieldHashForm');

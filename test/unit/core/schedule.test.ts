@@ -72,6 +72,18 @@ describe('nextStep', () => {
       { kind: 'poll', nextPollAt: 1_005 },
     ],
     [
+      "a wait until the next poll while a sweep's deletions wait for it",
+      { longPass: { ...sweep, idle: true }, initialDone: true, nextPollAt: 800 },
+      300,
+      { kind: 'wait', ms: 500 },
+    ],
+    [
+      "a due trailing read while a sweep's deletions wait for it",
+      { longPass: { ...sweep, idle: true }, initialDone: true, nextPollAt: 800, trailingDueAt: 300 },
+      300,
+      { kind: 'trailing-page' },
+    ],
+    [
       'a wait until the next poll',
       { longPass: null, initialDone: true, nextPollAt: 800 },
       300,
