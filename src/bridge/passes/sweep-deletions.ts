@@ -160,6 +160,8 @@ export class SweepDeletions {
   }
 
   private readSince(): boolean {
+    // Nothing missing from the listing (the usual sweep): no decision to make safe, so no wait.
+    if (this.scan.candidates().length === 0) return true;
     return this.deps.readSince?.(this.listedAt) ?? true;
   }
 }
