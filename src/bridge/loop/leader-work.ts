@@ -27,6 +27,10 @@ export class LeaderWork {
   /** The trailing read under way (src/core/trailing.ts), a page per step. */
   private trailing: TrailingRun | null = null;
   private longPassStartedAt = 0;
+  /** When the long pass last advanced (a step ended, or it opened): the schedule keeps it from starving. */
+  private longPassStepAt = 0;
+  /** When a trailing read's last page ended (0: none yet). */
+  private trailingStepAt = 0;
   private nextPollAt = 0;
   private initialDone = false;
   /** A resync taken from Redis and not completed yet: kept to run again after a failure. */
@@ -86,6 +90,8 @@ export class LeaderWork {
       nextPollAt: this.nextPollAt,
       trailingOpen: this.trailing !== null,
       trailingDueAt: passes.trailingDueAt?.() ?? null,
+      longPassStepAt: this.longPassStepAt,
+      trailingStepAt: this.trailingStepAt,
     };
     const step = nextStep(state, now, timing);
     if (step.kind === 'poll') {
@@ -95,10 +101,12 @@ export class LeaderWork {
     }
     if (step.kind === 'trailing-page') {
       await this.trailingPage(epoch, signal);
+      this.trailingStepAt = this.deps.clock();
       return 0;
     }
     if (step.kind === 'scan-page' && this.longPass) {
       await this.scanPage(this.longPass, signal);
+      this.longPassStepAt = this.deps.clock();
       return 0;
     }
     // A deletion-detection step is not asked for yet (detection runs inside the sweep's last page).
@@ -160,11 +168,11 @@ export class LeaderWork {
     );
     if (reason !== null) {
       this.longPass = await passes.openFullScan(epoch, signal);
-      this.longPassStartedAt = now;
+      this.longPassStartedAt = this.longPassStepAt = now;
       logger.info({ kind: this.longPass.type, requested, due: reason === 'due' }, 'sweep started');
     } else if ((this.resync ??= await passes.takeResync())) {
       this.longPass = await passes.openResync(epoch, signal, this.resync);
-      this.longPassStartedAt = now;
+      this.longPassStartedAt = this.longPassStepAt = now;
       logger.info({ id: this.resync.id, scope: this.resync.scope.kind }, 'resync started');
     }
   }
