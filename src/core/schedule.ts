@@ -40,6 +40,8 @@ export interface StepState {
   longPassStepAt?: number;
   /** When the last page of a trailing read ended (absent: none did yet). */
   trailingStepAt?: number;
+  /** When the last poll ended (absent: none did yet). */
+  polledAt?: number;
 }
 
 /** The next thing the leader does. */
@@ -63,9 +65,9 @@ export type Step =
  *
  * Polls that take longer than their interval are due again as soon as they end: first-come, they would starve
  * every other pass for as long as they overran (a burst of changes, a lookback reaching back over the whole
- * listing), and a sweep that never ends never reports a deletion. So once a whole interval has passed without a
- * step of the work behind the polls, one step of it goes ahead of the due poll, to whichever of the trailing read
- * and the long pass has waited longer: a poll waits at most one page, and only when polls already run back to back.
+ * listing), and a sweep that never ends never reports a deletion. So the work behind the polls (the trailing read,
+ * the long pass) that has waited a whole interval for a step takes one ahead of the due poll: a poll waits at most
+ * a page of each, and only when polls run back to back or one of them waited an interval.
  */
 export function nextStep(state: StepState, now: number, timing: ScheduleTiming): Step {
   // Incremental polls need a watermark: the initial load's first page sets it (then the scan says `pollable`).
@@ -78,10 +80,16 @@ export function nextStep(state: StepState, now: number, timing: ScheduleTiming):
       ? { kind: 'scan-page' }
       : null;
   if (pollable && now >= state.nextPollAt) {
-    // Since when each piece of work behind the polls has waited (null: none, or not tracked).
-    const trailingSince = !trailing ? null : state.trailingOpen ? (state.trailingStepAt ?? null) : trailingAt;
+    // Since when each piece of work behind the polls has waited (null: none, or not tracked); a trailing read due
+    // waits from its due time, or from the last trailing step if later (one that found nothing to read).
+    const stepAt = state.trailingStepAt ?? null;
+    const dueSince = trailingAt === null ? stepAt : Math.max(trailingAt, stepAt ?? -Infinity);
+    const trailingSince = !trailing ? null : state.trailingOpen ? stepAt : dueSince;
     const longPassSince = longPass ? (state.longPassStepAt ?? null) : null;
-    const starved = starvedStep(state, now, timing, { trailing: trailingSince, longPass: longPassSince });
+    const starved = starvedStep(now, timing, state.polledAt ?? null, {
+      trailing: trailingSince,
+      longPass: longPassSince,
+    });
     if (starved === 'trailing') return { kind: 'trailing-page' };
     if (starved === 'long-pass' && longPass) return longPass;
     return { kind: 'poll', nextPollAt: now + timing.pollIntervalMs };
@@ -95,19 +103,17 @@ export function nextStep(state: StepState, now: number, timing: ScheduleTiming):
 /**
  * Which work behind the polls goes ahead of a due poll, or null. Work starves when it has waited a whole interval
  * (`since`: the long pass since its last step or its opening, an open trailing read since its last page, one due
- * since it was due). Of the starved, the one waiting longer goes, unless a step of either ended within the last
- * interval (one just went ahead: the poll goes next, so that it waits at most one step).
+ * since it was due) and through the last poll (`polledAt`: it took no step since); of the starved, the one waiting
+ * longer goes. So a due poll waits at most one step of each, however long the steps take.
  */
 function starvedStep(
-  state: StepState,
   now: number,
   timing: ScheduleTiming,
+  polledAt: number | null,
   since: { trailing: number | null; longPass: number | null },
 ): 'trailing' | 'long-pass' | null {
-  const interval = timing.pollIntervalMs;
-  const lastStepAt = Math.max(state.longPassStepAt ?? -Infinity, state.trailingStepAt ?? -Infinity);
-  if (now - lastStepAt < interval) return null;
-  const starved = (at: number | null): at is number => at !== null && now - at >= interval;
+  const starved = (at: number | null): at is number =>
+    at !== null && polledAt !== null && at <= polledAt && now - at >= timing.pollIntervalMs;
   const { trailing, longPass } = since;
   if (starved(trailing) && !(starved(longPass) && longPass < trailing)) return 'trailing';
   return starved(longPass) ? 'long-pass' : null;

@@ -31,6 +31,8 @@ export class LeaderWork {
   private longPassStepAt = 0;
   /** When a trailing read's last page ended (0: none yet). */
   private trailingStepAt = 0;
+  /** When the last poll ended (null: none yet). */
+  private polledAt: number | null = null;
   private nextPollAt = 0;
   private initialDone = false;
   /** A resync taken from Redis and not completed yet: kept to run again after a failure. */
@@ -92,11 +94,13 @@ export class LeaderWork {
       trailingDueAt: passes.trailingDueAt?.() ?? null,
       longPassStepAt: this.longPassStepAt,
       trailingStepAt: this.trailingStepAt,
+      ...(this.polledAt === null ? {} : { polledAt: this.polledAt }),
     };
     const step = nextStep(state, now, timing);
     if (step.kind === 'poll') {
       this.nextPollAt = step.nextPollAt;
       await this.poll(epoch, signal);
+      this.polledAt = this.deps.clock();
       return 0;
     }
     if (step.kind === 'trailing-page') {
