@@ -51,18 +51,14 @@ export const PENDING_FIXES: Readonly<Partial<Record<FaultClass, string>>> = {
   // Its 1,000 clean schedules (--faults +redis-eviction,+date-header-apart) stopped at 2 violations in 500: seeds
   // 230080 and 230134 (and 61004 of a side run), each with the header 35-60 minutes behind: until five polls have
   // found changes the present is the header's time (src/core/upstream-present.ts), so every poll reads the whole
-  // listing from an hour back, takes longer than its interval, and the initial load (a due poll goes first) takes
-  // minutes: a deletion is reported late or never. Each passes with the header's offset at 0. The same starvation
-  // as bursts below: waits for that fix, then its 1,000 clean schedules.
-  'date-header-apart': 'the bursts fix (a scan starved by polls longer than their interval), then 1,000 schedules',
-  // Seed 48636 (every default class): with bursts of 71 changes a second on (and no other new class needed), the
-  // polls read the whole listing in pages of two, take longer than their interval, and the initial sweep resumed
-  // from its checkpoint never reads a page again: the review deleted upstream never gets its review.deleted
-  // (passes with the bursts cut to one change and the Date header's offset at 0; either alone breaks it; no
-  // branch owns it yet: for the lead to route).
-  bursts: 'unowned: sweep starved by polls longer than their interval',
+  // listing from an hour back and takes longer than its interval: a deletion is reported late or never. Each passes
+  // with the header's offset at 0. The scheduling half is fixed with bursts (below); the present's half is not.
+  'date-header-apart': 'the present taken from a Date header far behind the data clock, then 1,000 schedules',
 };
 
+// bursts (on by default since issue 48's fix): seed 48636 found polls longer than their interval starving the initial
+// sweep (a review deleted upstream never reported): a step of the work behind the polls that waited an interval now
+// goes ahead of a due poll (src/core/schedule.ts).
 // newest-first (on by default since issue 48's fix): seeds 48509, 48545, 48608, 48736 found a review moved ahead of a
 // newest-first sweep's cursor reported deleted (then created again); deletion detection now reads such a listing
 // again from its oldest missing review and waits for reads begun after it (src/bridge/passes/sweep-deletions.ts).
