@@ -110,11 +110,13 @@ async function counters() {
     lateBySweep: value('late_changes_total', 'found_by="sweep"'),
     lateByTrailing: [1, 2, 3, 4, 5].map((n) => value('late_changes_total', `found_by="trailing_${n}"`)),
     trailingRequests: value('rate_limiter_wait_seconds_count', 'pass="sweep"'),
+    trailingRequestsByTier: [1, 2, 3, 4, 5].map((n) => value('trailing_requests_total', `tier="${n}"`)),
     tiers: [1, 2, 3, 4, 5]
       .map((n) => ({
         tier: n,
         windowS: value('trailing_window_seconds', `tier="${n}"`),
         boundS: value('trailing_bound_seconds', `tier="${n}"`),
+        shareRps: value('trailing_share_rps', `tier="${n}"`),
       }))
       .filter((t) => t.windowS > 0),
     freshnessBoundS: value('freshness_bound_seconds'),
@@ -323,6 +325,10 @@ async function late() {
       // ones found by trailing reads are not in poll_changes_total, so this overstates reads per change a little.
       readsPerChangeAll: changes > 0 ? round((end.pollReads - a.pollReads) / changes, 2) : null,
       trailingShareOfBudget: round((end.trailingRequests - a.trailingRequests) / seconds / BUDGET_RPS, 3),
+      // Each tier's requests over the budget (trailing_requests_total), beside the share it was allotted at the end.
+      tierShareOfBudget: end.trailingRequestsByTier
+        .map((n, i) => ({ tier: i + 1, share: round((n - a.trailingRequestsByTier[i]!) / seconds / BUDGET_RPS, 3) }))
+        .filter((t) => t.tier <= end.tiers.length),
       lateFoundByTrailingTier: trailingReads,
       tiersAtEnd: end.tiers,
       freshnessBoundSAtEnd: end.freshnessBoundS,

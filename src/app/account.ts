@@ -28,6 +28,7 @@ import { KnownRedisInstances } from '../redis/instance.js';
 import { recordRefusal } from '../redis/refusal.js';
 import { SnapshotHold } from '../core/snapshot-hold.js';
 import { memoryStats, snapshotBytesPerEntry } from '../redis/eviction.js';
+import type { FreshnessReport } from '../core/freshness-report.js';
 
 // One account of a process: its own upstream client (token, rate limiter: its own requests/s), snapshot
 // namespace, checkpoint, lease, Kafka producer, metrics and loop (the producer and the upstream client only while
@@ -361,6 +362,11 @@ export class AccountBridge {
       .learn(this.context.redis, this.config.redis.keyPrefix)
       .catch((err: unknown) => this.context.logger.debug({ err }, 'the Redis instance id was not read yet'));
     this.loop.start();
+  }
+
+  /** The bound that holds for late changes, while this replica leads the account (else null). */
+  freshness(): FreshnessReport | null {
+    return this.leadership.current()?.freshness() ?? null;
   }
 
   /** The loop's liveness and role. */

@@ -25,7 +25,7 @@ import { DurabilityWatch, durabilityMessage } from '../redis/durability.js';
 import { warnAboutEviction } from '../redis/eviction.js';
 import { startAdminServer, type AdminServer } from '../admin/server.js';
 import { startTracing } from './tracing.js';
-import { processLiveness, processReadiness, upstreamCheck } from './health.js';
+import { ledFreshness, processLiveness, processReadiness, upstreamCheck } from './health.js';
 import { DependencyMonitor } from './dependencies.js';
 import { publishReplicaHealth } from '../redis/replica-health.js';
 import { SchemaContracts } from '../kafka/schema-registry.js';
@@ -252,6 +252,8 @@ function watchDependencies(
           replica: parts.replica,
           checkedAt: new Date(clock.now()).toISOString(),
           dependencies: dependencies.reports(),
+          // `status` and the admin API run elsewhere: the bound each account led here holds goes with the report.
+          freshness: ledFreshness(parts.accounts),
         },
         30_000,
       );

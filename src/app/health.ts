@@ -7,6 +7,7 @@ import { durabilityMessage, type DurabilityWatch } from '../redis/durability.js'
 import type { AccountBridge } from './account.js';
 import type { DependencyMonitor } from './dependencies.js';
 import type { SchemaContracts } from '../kafka/schema-registry.js';
+import type { FreshnessReport } from '../core/freshness-report.js';
 
 // What /healthz and /readyz say about the whole process: its accounts' loops, Redis, Kafka and the upstream
 // credentials. The dependencies are checked by the DependencyMonitor on its own schedule (src/app/dependencies.ts):
@@ -46,6 +47,28 @@ export function processLiveness(src: HealthSources): () => LivenessResult {
   };
 }
 
+/**
+ * The bound that holds for late changes (src/core/freshness-report.ts) of the accounts led here: the only account's
+ * report (null while it does not lead), or several accounts' by account, led ones only. Never part of readiness: a
+ * bound the budget cannot keep is a reason to look, not to take the replica out of service.
+ */
+export function processFreshness(
+  src: Pick<HealthSources, 'accounts' | 'only'>,
+): FreshnessReport | null | Record<string, FreshnessReport> {
+  if (src.only) return [...src.accounts.values()][0]?.freshness() ?? null;
+  return ledFreshness(src.accounts);
+}
+
+/** The bound that holds for late changes of each account this replica leads, by account. */
+export function ledFreshness(accounts: HealthSources['accounts']): Record<string, FreshnessReport> {
+  const led: Record<string, FreshnessReport> = {};
+  for (const a of accounts.values()) {
+    const report = a.freshness();
+    if (report) led[a.account] = report;
+  }
+  return led;
+}
+
 /** The readiness check: the dependencies (Kafka, Redis taking writes, upstream credentials), durability, the role. */
 export function processReadiness(src: HealthSources): () => Promise<ReadinessResult> {
   const { redis, durability, dependencies } = src;
@@ -82,6 +105,7 @@ export function processReadiness(src: HealthSources): () => Promise<ReadinessRes
           paused: pausedSince !== null,
         },
         dependencies: reports,
+        freshness: processFreshness(src),
       };
     }
     // One account's bad credentials must not take the whole process out of service (every other account would
@@ -105,6 +129,7 @@ export function processReadiness(src: HealthSources): () => Promise<ReadinessRes
             .join(',') || 'none',
       },
       dependencies: reports,
+      freshness: processFreshness(src),
     };
   };
 }

@@ -4,6 +4,7 @@ import type { CheckpointChange } from '../core/checkpoint-change.js';
 import type { LongPassRun, PassRunner, TrailingRun } from '../bridge/passes/index.js';
 import type { PassSummary } from '../bridge/pipeline.js';
 import type { Checkpoint } from '../redis/snapshot-store.js';
+import type { FreshnessReport } from '../core/freshness-report.js';
 
 // What only the leader of an account needs (its Kafka producers, its upstream client and the passes over them) is
 // built when this replica wins the account's lease and released when it stops leading. A replica configured with
@@ -155,12 +156,27 @@ export class LazyPasses<P extends PassRunner = PassRunner> implements PassRunner
     return (await this.acquire()).incremental(epoch, signal);
   }
 
-  trailingDueAt(): number | null {
-    return this.parts?.passes.trailingDueAt?.() ?? null;
+  trailingDueAt(open?: ReadonlySet<number>): number | null {
+    return this.parts?.passes.trailingDueAt?.(open) ?? null;
   }
 
-  async openTrailing(epoch: number, signal: AbortSignal): Promise<TrailingRun | null> {
-    return (await (await this.acquire()).openTrailing?.(epoch, signal)) ?? null;
+  trailingTurn(open: ReadonlySet<number>): number | null | undefined {
+    const passes = this.parts?.passes;
+    if (!passes) return null;
+    return passes.trailingTurn ? passes.trailingTurn(open) : undefined;
+  }
+
+  async openTrailing(
+    epoch: number,
+    signal: AbortSignal,
+    tier?: number,
+    open?: ReadonlySet<number>,
+  ): Promise<TrailingRun | null> {
+    return (await (await this.acquire()).openTrailing?.(epoch, signal, tier, open)) ?? null;
+  }
+
+  freshness(): FreshnessReport | null {
+    return this.parts?.passes.freshness?.() ?? null;
   }
 
   async openFullScan(epoch: number, signal: AbortSignal): Promise<LongPassRun> {

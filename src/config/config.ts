@@ -527,6 +527,8 @@ export interface BridgeConfig {
     freshnessBoundMs: number;
     /** Reviews the rate budget reads in one poll interval (UPSTREAM_RATE_LIMIT_RPS x UPSTREAM_PAGE_SIZE): caps the lookback. */
     readsPerInterval: number;
+    /** UPSTREAM_PAGE_SIZE: prices each trailing tier's share of the budget in requests. */
+    pageSize: number;
   };
   sweep: { intervalMs: number };
   initialLoadMode: 'mark' | 'suppress';
@@ -857,6 +859,7 @@ export function loadConfig(
       lookbackFloorMs: e.POLL_LOOKBACK_MIN_MS,
       freshnessBoundMs: e.FRESHNESS_BOUND_MS,
       readsPerInterval: (e.UPSTREAM_RATE_LIMIT_RPS * e.UPSTREAM_PAGE_SIZE * pollIntervalMs) / 1000,
+      pageSize: e.UPSTREAM_PAGE_SIZE,
     },
     sweep: { intervalMs: e.SWEEP_INTERVAL_MS },
     initialLoadMode: e.INITIAL_LOAD_MODE,

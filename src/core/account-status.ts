@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DependencyReportSchema } from './dependency-health.js';
+import { FreshnessReportSchema, type FreshnessReport } from './freshness-report.js';
 import type { Checkpoint } from './checkpoint.js';
 import { fullScanEstimate, progressJson, progressOf } from './progress.js';
 import { ResyncScopeSchema, type ResyncRequest } from './resync-request.js';
@@ -97,6 +98,9 @@ export const AccountStatusSchema = z.object({
       report: z.record(z.string(), DependencyReportSchema),
     })
     .describe('each dependency as the leader last found it; redis as this request found it (a write)'),
+  freshness: FreshnessReportSchema.nullable().describe(
+    "the bound that holds for late changes, as the leader last reported it (with its dependencies' report); null: no recent report",
+  ),
 });
 
 /** One account's status. */
@@ -156,6 +160,8 @@ export interface AccountRecords {
   redisDurability: string | null;
   /** The dependencies as the leader last reported them, redis as the reader found it; absent: not read. */
   dependencies?: AccountStatus['dependencies'];
+  /** The bound that holds for late changes, as the leader last reported it; absent or null: none. */
+  freshness?: FreshnessReport | null;
 }
 
 const toIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -223,6 +229,7 @@ export function accountStatus(r: AccountRecords, now: number): AccountStatus {
     refused: r.refused ? { ...r.refused, since: toIso(r.refused.since)! } : null,
     redisDurability: r.redisDurability,
     dependencies: r.dependencies ?? { checkedBy: null, checkedAt: null, report: {} },
+    freshness: r.freshness ?? null,
   };
 }
 

@@ -10,6 +10,12 @@
 // read held back (the budget went to polls and sweeps) reads a longer window and the bound stretches to the time
 // between the two reads plus the read's own, which is measured and reported (never dropped). A read also serves
 // every narrower tier whose own window it covered.
+//
+// Each tier has its own share of the budget (src/core/trailing-shares.ts): every tier may have a read open at once,
+// and the loop steps their pages in proportion to the shares (stride scheduling: a page of tier k advances its
+// virtual time by 1 / share_k, and the open or due tier furthest behind goes next), so a wide tier's long read no
+// longer holds a narrow one back, nor the reverse. A tier that comes back after idling starts level with the open
+// ones: it does not bank the pages it did not need.
 
 /** Each tier covers this many times less lateness than the one above, at this many times its coverage per period. */
 export const TIER_RATIO = 4;
@@ -60,6 +66,10 @@ interface TierState {
   keptMs: number | null;
   /** The last read of this tier itself: where it read from, and what polls had covered when it began. */
   last: { since: number; covered: number } | null;
+  /** Virtual time: pages read divided by the tier's weight (its share). */
+  pass: number;
+  /** Its share of the trailing budget, as a weight (only ratios count). */
+  weight: number;
 }
 
 /** A trailing read about to run: its tier and the updated_date it reads from. */
@@ -73,27 +83,93 @@ export class TrailingSchedule {
   private readonly states: TierState[];
 
   constructor(readonly tiers: readonly Tier[]) {
-    this.states = tiers.map((tier) => ({ tier, startedPresent: null, startedAt: null, keptMs: null, last: null }));
+    this.states = tiers.map((tier) => ({
+      tier,
+      startedPresent: null,
+      startedAt: null,
+      keptMs: null,
+      last: null,
+      pass: 0,
+      weight: 1,
+    }));
   }
 
-  /** Local time (ms) the next read is due, or null without tiers. */
-  nextDueAt(): number | null {
+  /** Local time (ms) the next read of a tier without one `open` is due, or null when there is none. */
+  nextDueAt(open: ReadonlySet<number> = new Set()): number | null {
     let at: number | null = null;
-    for (const s of this.states) at = at === null ? this.dueAt(s) : Math.min(at, this.dueAt(s));
+    for (const s of this.states) {
+      if (open.has(s.tier.index)) continue;
+      at = at === null ? this.dueAt(s) : Math.min(at, this.dueAt(s));
+    }
     return at;
   }
 
   /**
-   * The read due at local time `now` (the most overdue tier; the widest of equals, which serves the others), or
-   * null: `present` is the upstream's present then, from which a tier's first read reaches back.
+   * The read due at local time `now` among the tiers without one `open` (the most overdue tier; the widest of
+   * equals, which serves the others), or null: `present` is the upstream's present then, from which a tier's first
+   * read reaches back.
    */
-  due(now: number, present: number): TrailingRead | null {
+  due(now: number, present: number, open: ReadonlySet<number> = new Set()): TrailingRead | null {
     let best: TierState | null = null;
     for (const s of this.states) {
-      if (this.dueAt(s) > now) continue;
+      if (open.has(s.tier.index) || this.dueAt(s) > now) continue;
       if (best === null || this.dueAt(s) <= this.dueAt(best)) best = s;
     }
     return best === null ? null : { tier: best.tier, since: this.since(best, present) };
+  }
+
+  /** The read tier `index` would start now (`present`: the upstream's present), or null without such a tier. */
+  readFor(index: number, present: number): TrailingRead | null {
+    const s = this.states.find((x) => x.tier.index === index);
+    return s ? { tier: s.tier, since: this.since(s, present) } : null;
+  }
+
+  /**
+   * Sets each tier's share of the trailing budget (requests/s, narrowest first): the weights of turn(). Shares that
+   * are all 0 (the polls take the whole budget) weigh the tiers equally: trailing reads then go on the spare
+   * requests the limiter still has, in turn.
+   */
+  allot(shares: readonly number[]): void {
+    const usable = shares.length === this.states.length && shares.every((x) => Number.isFinite(x) && x >= 0);
+    const total = usable ? shares.reduce((a, b) => a + b, 0) : 0;
+    this.states.forEach((s, i) => {
+      // A tier allotted nothing while others have a share still gets a sliver, so it is never starved outright.
+      s.weight = total > 0 ? Math.max(shares[i]!, total * 1e-3) : 1;
+    });
+  }
+
+  /**
+   * Whose page goes next at local time `now`: among the tiers with a read `open` and those due, the one furthest
+   * behind in virtual time (a tier not open counts from the open ones' least, so idling banks nothing). Of equals, a
+   * due read opens before an open one goes on (else a tier coming due would tie with the open ones for ever), and
+   * the widest goes first (at the start, with nothing open, it serves the others). Null when none is open or due.
+   */
+  turn(now: number, open: ReadonlySet<number>): number | null {
+    let floor = Infinity;
+    for (const s of this.states) if (open.has(s.tier.index)) floor = Math.min(floor, s.pass);
+    let best: { index: number; pass: number; isOpen: boolean } | null = null;
+    for (const s of this.states) {
+      const isOpen = open.has(s.tier.index);
+      if (!isOpen && this.dueAt(s) > now) continue;
+      const pass = isOpen || floor === Infinity ? s.pass : Math.max(s.pass, floor);
+      const better = best === null || pass < best.pass || (pass === best.pass && (best.isOpen || !isOpen)); // later: wider
+      if (better) best = { index: s.tier.index, pass, isOpen };
+    }
+    return best?.index ?? null;
+  }
+
+  /** A read of tier `index` opened while others were `open`: it starts level with them (see turn). */
+  opened(index: number, open: ReadonlySet<number>): void {
+    let floor = Infinity;
+    for (const s of this.states) if (s.tier.index !== index && open.has(s.tier.index)) floor = Math.min(floor, s.pass);
+    const own = this.states.find((s) => s.tier.index === index);
+    if (own && floor !== Infinity) own.pass = Math.max(own.pass, floor);
+  }
+
+  /** A page of tier `index` was read: its virtual time advances by the inverse of its share. */
+  paged(index: number): void {
+    const own = this.states.find((s) => s.tier.index === index);
+    if (own) own.pass += 1 / own.weight;
   }
 
   /**
@@ -113,6 +189,8 @@ export class TrailingSchedule {
       if (s.tier !== read.tier && (s.tier.coverMs > read.tier.coverMs || this.since(s, startedPresent) < read.since)) {
         continue;
       }
+      // A read begun later already served it (reads of several tiers run side by side): this one says nothing newer.
+      if (s.startedAt !== null && startedAt < s.startedAt) continue;
       const previous = s.startedAt ?? startedAt - s.tier.periodMs;
       s.keptMs = Math.max(0, startedAt - previous) + Math.max(0, finishedAt - startedAt);
       s.startedAt = startedAt;
@@ -126,13 +204,23 @@ export class TrailingSchedule {
   }
 
   /**
-   * The bound (ms) that holds now for a change up to POLL_OVERLAP_MS late: the widest tier's last kept bound, or,
-   * when its next read is overdue, how long it has waited since its last began. Null without tiers or reads.
+   * The bound (ms) that holds now for a change up to POLL_OVERLAP_MS late: the widest tier's (see holdingByTier).
+   * Null without tiers or reads.
    */
   holding(now: number): number | null {
-    const widest = this.states.at(-1);
-    if (!widest || widest.startedAt === null) return null;
-    return Math.max(widest.keptMs ?? 0, now - widest.startedAt);
+    return this.holdingByTier(now).at(-1)?.holdingMs ?? null;
+  }
+
+  /**
+   * The bound (ms) that holds now for each tier, narrowest first: its last kept bound, or, while its next read is
+   * overdue or still reading (a tier short of budget), how long it has waited since its last began: a change shown
+   * just after that has waited as long, so the reported bound never lags the one that holds. Null before a read.
+   */
+  holdingByTier(now: number): Array<{ tier: Tier; holdingMs: number | null }> {
+    return this.states.map((s) => ({
+      tier: s.tier,
+      holdingMs: s.startedAt === null ? null : Math.max(s.keptMs ?? 0, now - s.startedAt),
+    }));
   }
 
   /**
@@ -153,6 +241,7 @@ export class TrailingSchedule {
       s.startedPresent = null;
       s.keptMs = null;
       s.last = null;
+      s.pass = 0;
     }
   }
 

@@ -20,6 +20,8 @@ export interface ReadinessResult {
   checks: Record<string, boolean | string>;
   /** Each dependency: ok, or failing with a reason code, since when and the settings to check. */
   dependencies?: Record<string, { status: string; since?: string; reason?: string; settings?: readonly string[] }>;
+  /** The bound that holds for late changes of the accounts led here (informational: no part of `ok`). */
+  freshness?: unknown;
 }
 
 /** Options of {@link startOpsServer}. */
@@ -114,6 +116,7 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
           status: result.ok ? 'ready' : 'not_ready',
           checks: result.checks,
           ...(result.dependencies ? { dependencies: result.dependencies } : {}),
+          ...(result.freshness !== undefined ? { freshness: result.freshness } : {}),
         };
         send(res, result.ok ? 200 : 503, JSON_TYPE, JSON.stringify(body), head);
         return;

@@ -222,7 +222,19 @@ export const METRICS = {
   trailingBound: {
     type: 'gauge',
     name: 'trailing_bound_seconds',
-    help: "The most a late change within each tier's coverage waited after it showed, by its last read: time since the tier's read before plus the read's own.",
+    help: "The bound each tier holds now for a late change within its coverage: its last read's (time since the tier's read before plus the read's own), or the wait since its last read began while that is longer (a tier short of budget).",
+    labels: ['tier'],
+  },
+  trailingShare: {
+    type: 'gauge',
+    name: 'trailing_share_rps',
+    help: "Each trailing tier's share of the upstream requests/s the polls leave: max-min fair, so no tier gets less than min(its need, the budget / tiers) whatever the others ask.",
+    labels: ['tier'],
+  },
+  trailingRequests: {
+    type: 'counter',
+    name: 'trailing_requests_total',
+    help: "Upstream requests of each trailing tier's reads (pages, the last empty answer included): over time and the rate budget, the share each tier took.",
     labels: ['tier'],
   },
   freshnessBound: {

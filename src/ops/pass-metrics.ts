@@ -92,6 +92,16 @@ export abstract class PassRecorders {
     if (keptMs !== null) this.m.trailingBound.set({ tier: String(tier) }, keptMs / 1000);
   }
 
+  /** Counts a request (a page) of a trailing tier's read. */
+  trailingRequest(tier: number): void {
+    this.m.trailingRequests.inc({ tier: String(tier) });
+  }
+
+  /** Shows a trailing tier's share of the requests/s the polls leave (src/core/trailing-shares.ts). */
+  setTrailingShare(tier: number, rps: number): void {
+    this.m.trailingShare.set({ tier: String(tier) }, rps);
+  }
+
   /** Shows the bound (ms) that holds now for a change up to POLL_OVERLAP_MS late (null: no trailing read yet). */
   setFreshnessBound(ms: number | null): void {
     if (ms === null) this.m.freshnessBound.reset();

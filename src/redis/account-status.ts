@@ -49,10 +49,11 @@ export async function readAccountStatus(
       store.restoreRequested(),
     ]);
   const refused = await refusal;
-  const dependencies = await readDependencies(redis, ref.keyPrefix, lease?.holder ?? null, clock());
+  const { dependencies, freshness } = await readDependencies(redis, ref, lease?.holder ?? null, clock());
   return accountStatus(
     {
       dependencies,
+      freshness,
       account: ref.account,
       checkpoint,
       snapshotReviews,
@@ -72,14 +73,16 @@ export async function readAccountStatus(
 
 /**
  * The dependencies as the account's leader last reported them, and Redis as this reader finds it: a small write,
- * so a Redis at maxmemory (noeviction) or read-only shows here even when the leader cannot report any more.
+ * so a Redis at maxmemory (noeviction) or read-only shows here even when the leader cannot report any more. The
+ * leader's report also carries the bound that holds for the account's late changes.
  */
 async function readDependencies(
   redis: BridgeRedis,
-  prefix: string,
+  ref: AccountRef,
   leader: string | null,
   now: number,
-): Promise<AccountStatus['dependencies']> {
+): Promise<{ dependencies: AccountStatus['dependencies']; freshness: AccountStatus['freshness'] }> {
+  const prefix = ref.keyPrefix;
   const [health, written] = await Promise.all([
     leader === null ? null : readReplicaHealth(redis, prefix, leader).catch(() => null),
     probeRedisWrite(redis, prefix).then(
@@ -97,7 +100,10 @@ async function readDependencies(
         : undefined;
   const failure = written === null ? null : { reason: failureReason(written) };
   report.redis = dependencyReport(nextDependencyState('redis', previous, failure, now).state);
-  return { checkedBy: health?.replica ?? null, checkedAt: health?.checkedAt ?? null, report };
+  return {
+    dependencies: { checkedBy: health?.replica ?? null, checkedAt: health?.checkedAt ?? null, report },
+    freshness: health?.freshness?.[ref.account] ?? null,
+  };
 }
 
 /** Every account's overview line and the live replicas of the deployment (`ttlMs`: the longest lease ttl). */

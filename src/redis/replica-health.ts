@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DependencyReportSchema } from '../core/dependency-health.js';
+import { FreshnessReportSchema } from '../core/freshness-report.js';
 import type { BridgeRedis } from './connection.js';
 import { safeJson } from './store-common.js';
 
@@ -12,6 +13,8 @@ export const ReplicaHealthSchema = z.object({
   replica: z.string(),
   checkedAt: z.string().describe('ISO 8601'),
   dependencies: z.record(z.string(), DependencyReportSchema),
+  /** The bound that holds for late changes, by account this replica leads (absent: written by an earlier version). */
+  freshness: z.record(z.string(), FreshnessReportSchema).optional(),
 });
 
 /** A replica's dependencies when it last checked them. */

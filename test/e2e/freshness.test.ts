@@ -1,7 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { bridgeForTest, eventually, initialLoadDone, simulatorForTest, testEnv } from '../helpers/bridge.js';
 import { bridgeMetric, bridgeMetricSum, deliveredStatuses } from '../helpers/freshness.js';
 import type { Simulator } from '../../src/simulator/index.js';
+import type { FreshnessReport } from '../../src/core/freshness-report.js';
+import { runCli } from '../helpers/processes.js';
 
 // Freshness whatever the data's clock does, at default poll settings (POLL_INTERVAL_MS 1 s, POLL_OVERLAP_MS 5 min,
 // FRESHNESS_BOUND_MS 30 s) and with no scheduled sweep, so that whatever arrives came from polls and trailing reads:
@@ -21,7 +23,7 @@ async function defaultBridge(sim: Simulator) {
   const b = await bridgeForTest(env);
   await initialLoadDone(b);
   const sweptAt = (await b.store.checkpoint()).lastSweepAt;
-  return { b, sweptAt };
+  return { b, sweptAt, env };
 }
 
 /** The other client status than the review's: always a real change. */
@@ -71,10 +73,10 @@ describe('freshness whatever the data clock does', () => {
     // Each late one counted by its finder: a trailing read, or a poll once the lookback learned such lateness.
     const trailing = await bridgeMetricSum(b, late, 'found_by="trailing_');
     const byPoll = await bridgeMetric(b, late, 'found_by="poll"');
-    expect(trailing).toBeGreaterThanOrEqual(1);
-    expect(trailing + byPoll).toBeGreaterThanOrEqual(shown.size);
     const delays = [...shown].map(([id, at]) => ((arrived.get(id) ?? NaN) - at) / 1000);
     console.log(`late changes: found by trailing reads ${trailing}, by polls ${byPoll}; seconds after showing`, delays);
+    expect(trailing).toBeGreaterThanOrEqual(1);
+    expect(trailing + byPoll).toBeGreaterThanOrEqual(shown.size);
   }, 240_000);
 
   it('changes stamped 4 minutes and 23 hours ahead hide no later change', async () => {
@@ -108,5 +110,48 @@ describe('freshness whatever the data clock does', () => {
     expect((await b.store.checkpoint()).lastSweepAt).toBe(sweptAt);
     // The watermark stays within the lookback floor of the present, not at either stamp ahead.
     expect((await b.store.checkpoint()).watermark!).toBeLessThan(Date.now() + 60_000);
+  }, 180_000);
+
+  it("status and /readyz show the bound that holds: the configured one, the widest tier's, each tier with its share", async () => {
+    const sim = await simulatorForTest({ reviewCount: 300, seed: 47 });
+    const { b, env } = await defaultBridge(sim);
+    // A change a second, so that polls price the tiers' shares at a density they saw.
+    let n = 0;
+    const changes = setInterval(() => {
+      const id = 20 + (n++ % 200);
+      sim.control.setStatus(id, { client: flip(sim, id) });
+    }, 1_000);
+    onTestFinished(() => clearInterval(changes));
+    const ready = await eventually(
+      async () => {
+        const body = (await (await fetch(`${b.app.ops.url}/readyz`)).json()) as { freshness?: FreshnessReport | null };
+        const f = body.freshness;
+        return f && f.holdingBoundSeconds !== null && f.tiers[0]!.shareRps !== null ? f : undefined;
+      },
+      60_000,
+      'a trailing read and a priced poll shown in /readyz',
+    );
+    expect(ready).toMatchObject({ configuredBoundSeconds: 30, trailingBudgetRps: expect.any(Number) });
+    expect(ready.tiers.map((t) => [t.tier, t.coverSeconds, t.periodSeconds])).toEqual([
+      [1, 18.75, 4.688],
+      [2, 75, 18.75],
+      [3, 300, 30],
+    ]);
+    // At one change a second the budget carries every tier: each keeps about its period, and the whole holds.
+    for (const t of ready.tiers) expect(t.short).toBe(false);
+    expect(ready.holdingBoundSeconds!).toBeLessThan(60);
+    console.log('freshness in /readyz', JSON.stringify(ready));
+    // status (another process) reads the leader's report from Redis: the same shape, by account.
+    const status = await eventually(
+      async () => {
+        const s = JSON.parse(await runCli('status', env)) as { freshness: FreshnessReport | null };
+        return s.freshness && s.freshness.holdingBoundSeconds !== null ? s.freshness : undefined;
+      },
+      60_000,
+      "the leader's freshness report in status",
+    );
+    expect(status.configuredBoundSeconds).toBe(30);
+    expect(status.tiers.map((t) => t.tier)).toEqual([1, 2, 3]);
+    expect(status.tiers.every((t) => t.shareRps !== null && t.demandRps !== null)).toBe(true);
   }, 180_000);
 });

@@ -172,13 +172,29 @@ export async function readAll(topics: string[], options: ReadAllOptions): Promis
 }
 
 // End offsets (high watermarks) per "topic:partition"; partitions whose start equals their end are already done.
+/** kafkajs' names of the errors a partition answers while its leader is being elected or made known. */
+const LEADER_MOVING = new Set(['NOT_LEADER_FOR_PARTITION', 'LEADER_NOT_AVAILABLE']);
+
 async function endOffsets(kafka: Kafka, topics: string[]): Promise<Map<string, bigint>> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const ends = new Map<string, bigint>();
     for (const topic of topics) {
-      for (const p of await admin.fetchTopicOffsets(topic)) {
+      // A topic the bridge created a moment ago may answer NOT_LEADER until its leader is known everywhere: that is
+      // tried again (a missing topic fails at once: reading it as empty would hide a test's wrong topic name).
+      const offsets = await pollUntil(
+        async () => {
+          try {
+            return await admin.fetchTopicOffsets(topic);
+          } catch (err) {
+            if (LEADER_MOVING.has(String((err as { type?: unknown }).type))) return undefined;
+            throw err;
+          }
+        },
+        { timeoutMs: 30_000, intervalMs: 250, what: `the end offsets of ${topic}` },
+      );
+      for (const p of offsets) {
         if (BigInt(p.high) > BigInt(p.low)) ends.set(`${topic}:${p.partition}`, BigInt(p.high));
       }
     }

@@ -2,10 +2,13 @@ import type { BridgeConfig } from '../../src/config/config.js';
 import type { Review } from '../../src/core/review.js';
 import { CHANGELOG_TXN_HEADER, decodeChangelogRecord } from '../../src/core/changelog.js';
 import { DEPLOYMENT_HEADER } from '../../src/core/identity.js';
+import { recordDigest } from '../../src/core/record-digest.js';
 import { decodeEntry, type SnapshotEntry } from '../../src/core/snapshot-entry.js';
 import { accountKeys } from '../../src/redis/connection.js';
 import { BUCKET_BITS } from '../../src/redis/store-common.js';
 import { MARKER_KEY } from '../../src/kafka/encoding.js';
+import { rejectId } from '../../src/upstream/validate.js';
+import { SIM_ENV } from './deployment.js';
 import type { SimKafka, SimRecord } from './kafka.js';
 import type { SimRedisServer } from './redis.js';
 import type { SimUpstream } from './upstream.js';
@@ -55,13 +58,18 @@ export const VERSION_BOUND_MS = 12_000;
  */
 export const LATE_BOUND_MS = 100_000;
 /**
- * A deletion is reported within this long of healthy listing (ms): it needs a complete sweep that started after it
- * (a sweep interval, 60 s, and a sweep), and is held while a record the listing cannot read may stand for the
- * review (docs/bad-input.md), which can cost one more sweep. Calibrated after the merge of this round's inputs
- * (records turning malformed through the real validator): seeds 91940 and 92087 reported a deletion 10 and 35 s
- * past the late bound, not yet traced to a cause.
+ * How long a sweep of the largest listing of a schedule takes (ms): some 40 records (up to 30 reviews and the
+ * creates) in pages of 2 are 20 pages; a page is an upstream request (up to 0.6 s of the world's latency) and its
+ * commit (tens of ms), and the poll due every 2 s goes first (a request of its own): about a page a second.
  */
-export const DELETION_BOUND_MS = 180_000;
+const SWEEP_MS = 20_000;
+/**
+ * A deletion is reported within this long of healthy time after the listing stopped showing anything that may be
+ * the review (ms; deletionDue): the sweep in flight then may have listed it just before (up to SWEEP_MS more), the
+ * next sweep starts a sweep interval after that one completed (src/core/schedule.ts, sweepDue) and reports it once
+ * it has listed every page (SWEEP_MS); the deletion scan and its commit take milliseconds.
+ */
+export const DELETION_BOUND_MS = Number(SIM_ENV.SWEEP_INTERVAL_MS) + 2 * SWEEP_MS;
 /** How long before the world's end a commit may still be writing Redis (ms): a few steps of the simulated clients. */
 const IN_FLIGHT_MS = 5_000;
 
@@ -292,14 +300,33 @@ export function checkDeployment(target: CheckTarget, stats: CheckStats): Violati
         `review ${id} is gone upstream and the feed has no review.deleted after seq ${last!.sequence}`,
       );
     const gone = upstream.deletedAt.get(id)!;
-    const due = dueBy({ from: gone, to: target.end }, good, DELETION_BOUND_MS);
+    const { from, due } = deletionDue(target, id, good);
     if (last && due !== null && last.committedAt > due)
       return v(
         'every final state reached',
-        `review ${id} deleted upstream at ${gone - target.start} ms was reported ${last.committedAt - due} ms after its bound (${DELETION_BOUND_MS} ms once healthy)`,
+        `review ${id} deleted upstream at ${gone - target.start} ms (nothing that may be it listed from ${from - target.start} ms) was reported ${last.committedAt - due} ms after its bound (${DELETION_BOUND_MS} ms once healthy)`,
       );
   }
   return deadLettersOnce(target) ?? stateTopic(target) ?? redisAgrees(target);
+}
+
+// When a review deleted upstream must be reported deleted by, and from when its bound counts: from the end of what
+// may still stand for it in the listing (docs/bad-input.md). Its own record listed malformed keeps its id listed, so
+// the sweeps keep it; a record without a readable id listed before the deletion is due may be it, and a sweep in
+// which such a record is new holds the deletion for one more sweep: the bound counts again from the end of that
+// record's listing, for as long as such records follow one another.
+function deletionDue(target: CheckTarget, id: number, good: readonly Window[]): { from: number; due: number | null } {
+  const { upstream } = target;
+  const gone = upstream.deletedAt.get(id)!;
+  const broken = (upstream.broken.get(id) ?? []).filter((w) => w.from <= gone);
+  let from = Math.max(gone, ...broken.map((w) => w.to));
+  const unreadable = upstream.malformedEver.filter((m) => rejectId(m.raw) === null);
+  for (;;) {
+    const due = dueBy({ from, to: target.end }, good, DELETION_BOUND_MS);
+    const holding = unreadable.filter((m) => m.to > from && m.from < (due ?? target.end));
+    if (holding.length === 0) return { from, due };
+    from = Math.max(...holding.map((m) => m.to));
+  }
 }
 
 // Every version visible for VERSION_BOUND_MS of healthy time is published, by the end of that time.
@@ -363,27 +390,52 @@ function lateVersions(upstream: SimUpstream): Set<Review> {
 }
 
 // A bad record is dead-lettered once (guarantees.md: "sent once"); a repeat is allowed only across a disturbance
-// (Redis losing the dead-letter memory, a crash between the commit and remembering it, an unknown commit outcome).
+// (Redis losing the dead-letter memory, a crash between the commit and remembering it, an unknown commit outcome),
+// or across an eviction of that record's own memory (docs/exactly-once.md: one more copy each time it is lost). A
+// dead letter is its key and the record it carries: a review's record that breaks twice, differently, is two bad
+// records, each dead-lettered once.
 function deadLettersOnce(target: CheckTarget): Violation | null {
+  const evicted = memoryEvictions(target);
   const first = new Map<string, SimRecord>();
   for (const r of target.kafka.committed(target.config.kafka.topics.deadLetter)) {
     const key = String(r.key);
-    const before = first.get(key);
+    const { record, record_omitted: omitted } = JSON.parse(String(r.value)) as Record<string, unknown>;
+    const letter = `${key} ${JSON.stringify(record ?? omitted ?? null)}`;
+    const before = first.get(letter);
     if (!before) {
-      first.set(key, r);
+      first.set(letter, r);
       continue;
     }
     const [a, b] = [committedAt(before), committedAt(r)];
-    const excused = target.disturbed.some((w) => w.from <= b && w.to + HEAL_BOUND_MS >= a);
+    const excused =
+      target.disturbed.some((w) => w.from <= b && w.to + HEAL_BOUND_MS >= a) ||
+      (evicted.get(key.startsWith('record:') ? 'record:' : key) ?? []).some((at) => at >= a && at <= b);
     if (!excused)
       return {
         deployment: target.name,
         property: 'each dead letter once',
-        detail: `dead letter ${key} published at ${a - target.start} and again at ${b - target.start} ms, with no fault between`,
+        detail: `dead letter ${key} published at ${a - target.start} and again at ${b - target.start} ms with the same record, with no fault between and its memory not evicted`,
       };
-    first.set(key, r);
+    first.set(letter, r);
   }
   return null;
+}
+
+// When the dead-letter memory of each dead letter's key was evicted (world ms): the memory is one key per digest of
+// a bad record (src/redis/dead-letter-memory.ts), found from the records the upstream listed malformed. A key
+// without a readable id is the record's keyed digest: any unreadable record's memory stands for it.
+function memoryEvictions(target: CheckTarget): Map<string, number[]> {
+  const keys = accountKeys(target.config.redis.keyPrefix, target.config.account);
+  const at = new Map<string, number[]>();
+  for (const e of target.redis.evictions) at.set(e.key, [...(at.get(e.key) ?? []), e.at]);
+  const out = new Map<string, number[]>();
+  for (const m of target.upstream.malformedEver) {
+    const times = at.get(keys.deadLettered(recordDigest(m.raw)));
+    if (!times) continue;
+    const key = rejectId(m.raw) ?? 'record:';
+    out.set(key, [...(out.get(key) ?? []), ...times]);
+  }
+  return out;
 }
 
 // The state topic read as a table (the last row of each key; a tombstone removes it) equals the upstream.

@@ -93,6 +93,8 @@ export class SimRedisServer implements ScriptData {
   maxmemory: number | null = null;
   /** Keys evicted so far. */
   evicted = 0;
+  /** Which keys were evicted when (world ms): the checker excuses what losing each may cost (a dead letter again). */
+  readonly evictions: Array<{ key: string; at: number }> = [];
   /** When each key was last touched (a counter, for LRU). */
   private touched = new Map<string, number>();
   private touches = 0;
@@ -185,6 +187,7 @@ export class SimRedisServer implements ScriptData {
       }
       this.del(oldest!);
       this.evicted += 1;
+      this.evictions.push({ key: oldest!, at: this.clock() });
       used = this.used();
     }
   }

@@ -236,6 +236,7 @@ export async function runSchedule(
               ? { ...prev, updated_date: now + 3 * 86_400_000 }
               : JSON.parse(`{"__proto__": {}, "id": ${prev.id}, "updated_date": ${prev.updated_date}}`);
         upstream.malformed.set(mid, { id: mid, raw });
+        upstream.malformedEver.push({ id: mid, raw, from: clock.now(), to: clock.now() + 20_000 });
         if (!own)
           upstream.broken.set(mid, [
             ...(upstream.broken.get(mid) ?? []),

@@ -38,6 +38,11 @@ export class SimUpstream {
   readonly deletedAt = new Map<number, number>();
   readonly malformed = new Map<number, Malformed>();
   /**
+   * Every record listed malformed and when (world time): the checker finds the dead-letter memory of each by its
+   * digest, and which records without a readable id may hold a deletion back.
+   */
+  readonly malformedEver: Array<Malformed & { from: number; to: number }> = [];
+  /**
    * When each review's own record was listed malformed (world time): its version then shows again with the same
    * updated_date, which only a sweep finds (the checker's late bound).
    */

@@ -24,8 +24,8 @@ export interface LeaderWorkDeps {
 /** The steps of a leader, and the long pass they advance. */
 export class LeaderWork {
   private longPass: LongPassRun | null = null;
-  /** The trailing read under way (src/core/trailing.ts), a page per step. */
-  private trailing: TrailingRun | null = null;
+  /** The trailing reads under way, by tier (src/core/trailing.ts), a page per step in turn of their shares. */
+  private readonly trailing = new Map<number, TrailingRun>();
   private longPassStartedAt = 0;
   private nextPollAt = 0;
   private initialDone = false;
@@ -84,8 +84,8 @@ export class LeaderWork {
       longPass: this.longPass,
       initialDone: this.initialDone,
       nextPollAt: this.nextPollAt,
-      trailingOpen: this.trailing !== null,
-      trailingDueAt: passes.trailingDueAt?.() ?? null,
+      trailingOpen: this.trailing.size > 0,
+      trailingDueAt: passes.trailingDueAt?.(this.openTiers()) ?? null,
     };
     const step = nextStep(state, now, timing);
     if (step.kind === 'poll') {
@@ -128,9 +128,11 @@ export class LeaderWork {
 
   /** Drops the full scan in progress (it resumes from its checkpoint) and closes its page iterator. */
   async abandon(): Promise<void> {
-    const trailing = this.trailing;
-    this.trailing = null;
-    await trailing?.close().catch((err: unknown) => this.deps.logger.warn({ err }, 'closing a trailing read failed'));
+    const trailing = [...this.trailing.values()];
+    this.trailing.clear();
+    for (const read of trailing) {
+      await read.close().catch((err: unknown) => this.deps.logger.warn({ err }, 'closing a trailing read failed'));
+    }
     const scan = this.longPass;
     this.longPass = null;
     await scan?.close().catch((err: unknown) => this.deps.logger.warn({ err }, 'closing the sweep failed'));
@@ -182,19 +184,35 @@ export class LeaderWork {
     }
   }
 
-  /** Opens the trailing read due, or steps the open one a page; a failure drops it (it runs again when due). */
+  /**
+   * Steps a page of the trailing read whose turn it is (each tier's share of the budget), opening it when due; a
+   * failure drops it (it runs again when due).
+   */
   private async trailingPage(epoch: number, signal: AbortSignal): Promise<void> {
     const { passes } = this.deps;
-    this.trailing ??= (await passes.openTrailing?.(epoch, signal)) ?? null;
-    const read = this.trailing;
-    if (!read) return;
+    const open = this.openTiers();
+    const turn = passes.trailingTurn?.(open);
+    if (turn === null) return;
+    // Without turns (a runner of one read at a time): the open read, else the one due.
+    const tier = turn ?? [...open][0];
+    let read = tier === undefined ? undefined : this.trailing.get(tier);
+    if (!read) {
+      read = (await passes.openTrailing?.(epoch, signal, tier, open)) ?? undefined;
+      if (!read) return;
+      this.trailing.set(read.tier, read);
+    }
     try {
-      if (!(await read.step())) this.trailing = null;
+      if (!(await read.step())) this.trailing.delete(read.tier);
     } catch (err) {
-      this.trailing = null;
+      this.trailing.delete(read.tier);
       await read.close().catch(() => undefined);
       throw err;
     }
+  }
+
+  /** The tiers with a trailing read open. */
+  private openTiers(): ReadonlySet<number> {
+    return new Set(this.trailing.keys());
   }
 
   private async scanPage(scan: LongPassRun, signal: AbortSignal): Promise<void> {

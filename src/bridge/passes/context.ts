@@ -21,5 +21,7 @@ export interface PassContext {
     | 'setLatenessSeen'
     | 'trailingRead'
     | 'setFreshnessBound'
+    | 'setTrailingShare'
+    | 'trailingRequest'
   >;
 }

@@ -2,6 +2,7 @@ import { latenessOf } from '../../core/lookback.js';
 import type { PagePipeline, PassSummary, PipelineRun } from '../pipeline.js';
 import type { ReviewSource } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
+import { showBounds } from './trailing.js';
 
 // An incremental poll: every review changed since the watermark less the polls' lookback, through the pipeline.
 // The watermark moves only when the whole poll is committed, to the largest updated_date read: the data's own clock,
@@ -49,6 +50,9 @@ export async function runIncrementalPoll(
     }
     if (summary.newestChange != null) ctx.polls.present.observe(summary.newestChange, startedAt);
     ctx.polls.read(summary.reviews, watermark - ctx.polls.since(covered, startedAt));
+    // The density just read prices the trailing tiers' shares; the bounds they hold show after every poll.
+    ctx.polls.allotTrailing(now);
+    showBounds(ctx, now);
     ctx.metrics.setPollLookback(ctx.polls.lookbackMs(now));
     ctx.metrics.pollRead(summary.reviews, summary.changes ?? 0);
     const overran = ctx.polls.committed(watermark, startedAt, now);

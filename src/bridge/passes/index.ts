@@ -8,7 +8,8 @@ import { PollState } from './poll-state.js';
 import type { DeletionDeps, DeletionSink, DeletionSnapshot } from './deletions.js';
 import { openFullScan, type LongPassRun } from './full-scan.js';
 import { runIncrementalPoll } from './incremental.js';
-import { openTrailingRead, type TrailingRun } from './trailing.js';
+import { freshnessOf, openTrailingRead, type TrailingRun } from './trailing.js';
+import type { FreshnessReport } from '../../core/freshness-report.js';
 import { openResync, type ResyncProgressSink } from './resync.js';
 import type { ResyncRequest } from '../../core/resync-request.js';
 import type { CheckpointChange } from '../../core/checkpoint-change.js';
@@ -40,10 +41,25 @@ export interface PassRunner {
   /** Takes (and clears) an operator's request for a sweep. */
   takeSweepRequest(): Promise<boolean>;
   incremental(epoch: number, signal: AbortSignal): Promise<PassSummary>;
-  /** Local time the next trailing read is due (null or absent: none are run). */
-  trailingDueAt?(): number | null;
-  /** Opens the trailing read due now (src/core/trailing.ts); null when none is. */
-  openTrailing?(epoch: number, signal: AbortSignal): Promise<TrailingRun | null>;
+  /** Local time the next trailing read of a tier without one `open` is due (null or absent: none are run). */
+  trailingDueAt?(open?: ReadonlySet<number>): number | null;
+  /**
+   * Which tier's trailing read goes a page next, among those `open` and those due (each tier's share of the budget:
+   * src/core/trailing-shares.ts); null: none. Absent or undefined: no turns (the open read, else the one due).
+   */
+  trailingTurn?(open: ReadonlySet<number>): number | null | undefined;
+  /**
+   * Opens the trailing read of `tier` (absent: the one due now, among tiers without one `open`); null when none
+   * is (src/core/trailing.ts).
+   */
+  openTrailing?(
+    epoch: number,
+    signal: AbortSignal,
+    tier?: number,
+    open?: ReadonlySet<number>,
+  ): Promise<TrailingRun | null>;
+  /** The bound that holds for late changes, as status and the health body show it; absent or null: not leading. */
+  freshness?(): FreshnessReport | null;
   openFullScan(epoch: number, signal: AbortSignal): Promise<LongPassRun>;
   /** Waits for the page in flight to be published and committed (graceful stop). */
   settle(): Promise<void>;
@@ -133,6 +149,7 @@ export interface PassesOptions {
     lookbackFloorMs: number;
     freshnessBoundMs?: number;
     readsPerInterval?: number;
+    pageSize?: number;
   };
   metrics: PassContext['metrics'] & DeletionDeps['metrics'] & RestoreMetrics;
   /** Deletion detection at the end of complete sweeps: the guard's fraction, or null when it is off. */
@@ -195,6 +212,7 @@ export class Passes implements PassRunner {
       ceilingMs: options.overlapMs,
       freshnessBoundMs: polls.freshnessBoundMs ?? 0,
       readsPerInterval: polls.readsPerInterval,
+      pageSize: polls.pageSize,
     });
     this.ctx = { overlapMs: options.overlapMs, polls: pollState, metrics: options.metrics, clock: this.pipeline.clock };
     const { deleteMaxFraction: maxFraction, metrics } = options;
@@ -371,14 +389,27 @@ export class Passes implements PassRunner {
     return runIncrementalPoll(this.ctx, this.pipeline, this.source, epoch, signal);
   }
 
-  trailingDueAt(): number | null {
+  trailingDueAt(open: ReadonlySet<number> = new Set()): number | null {
     // Trailing reads count late changes against what polls covered: none before a poll has.
     const polls = this.ctx.polls;
-    return polls.missedBefore(this.ctx.clock()) === null ? null : polls.trailing.nextDueAt();
+    return polls.missedBefore(this.ctx.clock()) === null ? null : polls.trailing.nextDueAt(open);
   }
 
-  openTrailing(epoch: number, signal: AbortSignal): Promise<TrailingRun | null> {
-    return openTrailingRead(this.ctx, this.pipeline, this.source, epoch, signal);
+  trailingTurn(open: ReadonlySet<number>): number | null {
+    return this.ctx.polls.trailing.turn(this.ctx.clock(), open);
+  }
+
+  openTrailing(
+    epoch: number,
+    signal: AbortSignal,
+    tier?: number,
+    open: ReadonlySet<number> = new Set(),
+  ): Promise<TrailingRun | null> {
+    return openTrailingRead(this.ctx, this.pipeline, this.source, epoch, signal, tier, open);
+  }
+
+  freshness(): FreshnessReport {
+    return freshnessOf(this.ctx.polls, this.ctx.clock());
   }
 
   openFullScan(epoch: number, signal: AbortSignal): Promise<LongPassRun> {

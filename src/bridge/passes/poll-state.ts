@@ -1,5 +1,6 @@
 import { Lookback, type LookbackSettings } from '../../core/lookback.js';
 import { TrailingSchedule, trailingTiers } from '../../core/trailing.js';
+import { allotShares, boundOnShareMs, tierDemandRps, type TrailingLoad } from '../../core/trailing-shares.js';
 import { cappedWatermark, DataPresent } from '../../core/upstream-present.js';
 
 // What incremental polls keep between them in one leadership: the learned lookback (src/core/lookback.ts), how long
@@ -19,6 +20,16 @@ export interface PollSettings extends LookbackSettings {
   freshnessBoundMs?: number;
   /** Reviews the rate budget reads in one poll interval (absent: the learned lookback is not capped by it). */
   readsPerInterval?: number;
+  /** UPSTREAM_PAGE_SIZE: prices the trailing tiers' shares in requests (absent: the tiers weigh the same). */
+  pageSize?: number;
+}
+
+/** Each trailing tier's share of the budget the polls leave, and the bound it keeps on it (src/core/trailing-shares.ts). */
+export interface TrailingAllotment {
+  /** Requests a second left to trailing reads: the rate budget less what polls take at the density they see. */
+  budgetRps: number;
+  /** Narrowest first. */
+  tiers: Array<{ demandRps: number; shareRps: number; boundOnShareMs: number }>;
 }
 
 /**
@@ -45,6 +56,8 @@ export class PollState {
   trailingBehind = false;
   /** Reviews polls read per millisecond of updated_date they covered (smoothed), null before a poll. */
   private density: number | null = null;
+  /** The tiers' shares as last allotted (null: not priced yet, the tiers weigh the same). */
+  private allotment: TrailingAllotment | null = null;
 
   constructor(readonly settings: PollSettings) {
     this.lookback = new Lookback(settings);
@@ -110,6 +123,47 @@ export class PollState {
    */
   missedBefore(now: number): number | null {
     return this.covered === null ? null : this.covered - this.lookbackMs(now) - (this.lastDurationMs ?? 0);
+  }
+
+  /**
+   * Splits the budget the polls leave among the trailing tiers at the density polls see (src/core/trailing-shares.ts)
+   * and hands the shares to the schedule; null (and equal weights) until a poll priced it or without a page size.
+   */
+  allotTrailing(now: number): TrailingAllotment | null {
+    const { readsPerInterval, pageSize, intervalMs } = this.settings;
+    if (!readsPerInterval || !pageSize || this.density === null || this.trailing.tiers.length === 0) return null;
+    const load: TrailingLoad = { changesPerSecond: this.density * 1000, pageSize };
+    const rps = (readsPerInterval / pageSize) * (1000 / intervalMs);
+    const pollWindowMs = intervalMs + this.lookbackMs(now) + this.pagingAllowance();
+    const pollRps = Math.max(1, Math.ceil((this.density * pollWindowMs) / pageSize)) * (1000 / intervalMs);
+    const budgetRps = Math.max(0, rps - pollRps);
+    const demands = this.trailing.tiers.map((t) => tierDemandRps(t, load));
+    const shares = allotShares(budgetRps, demands);
+    this.trailing.allot(shares);
+    this.allotment = {
+      budgetRps,
+      tiers: this.trailing.tiers.map((t, i) => ({
+        demandRps: demands[i]!,
+        shareRps: shares[i]!,
+        boundOnShareMs: boundOnShareMs(t, shares[i]!, load),
+      })),
+    };
+    return this.allotment;
+  }
+
+  /** The tiers' shares as last allotted (null: not yet). */
+  lastAllotment(): TrailingAllotment | null {
+    return this.allotment;
+  }
+
+  /**
+   * The updated_date below which a change a trailing read finds was late, as a poll would count it: older than what
+   * polls have covered (less the last poll's paging time, see lateBefore), though polls have not delivered it. Not
+   * missedBefore: a trailing read that comes before the next poll to a change within the polls' lookback finds a
+   * late change too. Null before any poll.
+   */
+  trailingLateBefore(): number | null {
+    return this.covered === null ? null : this.lateBefore(this.covered);
   }
 
   /** How long the last poll paged (ms); a leadership's first poll allows a predecessor's unknown paging. */

@@ -23,13 +23,15 @@ describe('fault: re-publish after a crash by another kind of pass', () => {
       cleanups.push(() => sim.close());
       const X = 150;
       let crashed = false;
-      // Polls are rare here, so the sweep is what reaches the change first.
+      // Polls are rare here and trailing reads off, so the sweep is what reaches the change first.
       // No poll may cut in during the test: the adaptive (idle) interval is stretched as well.
       const env = testEnv(sim.url, {
         POLL_INTERVAL_MS: '60000',
         KAFKA_EXACTLY_ONCE: mode,
         POLL_OVERLAP_MS: '60000',
         UPSTREAM_PAGE_SIZE: '20',
+        // Nor a trailing read (they re-read the last seconds every few seconds, and would find the change first).
+        FRESHNESS_BOUND_MS: '0',
       });
       const b: TestBridge = await startTestBridge(env, {
         beforeCommit: (page) => {

@@ -285,6 +285,36 @@ describe('polls on the data clock', () => {
   });
 });
 
+describe('trailing reads count late changes as polls do', () => {
+  it("a change within the polls' lookback that a trailing read reaches before the next poll is counted late", async () => {
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
+    const { passes, sink, metric, advance } = setup(source, 300_000, 30_000);
+    await passes.fullScan(1, signal);
+    source.pagesToServe = [];
+    await passes.incremental(1, signal);
+    const trail = async () => {
+      const read = await passes.openTrailing(1, signal);
+      if (read) while (await read.step());
+      return read?.tier ?? null;
+    };
+    expect(await trail()).toBe(3);
+    let stamp = T;
+    for (let i = 1; i <= 5; i++) {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      stamp = source.upstreamTime - 100;
+      source.pagesToServe = [page([review(100 + i, { updated_date: stamp })])];
+      await passes.incremental(1, signal);
+    }
+    // Shown now, stamped half a second before the watermark: within the polls' lookback (1 s), older than what they
+    // covered. Tier 1's read, due, comes before the next poll.
+    source.pagesToServe = [page([review(9, { updated_date: stamp - 500, client_publication_status: 'APPROVED' })])];
+    expect(await trail()).toBe(1);
+    expect(sink.events.map((e) => e.subject)).toContain('9');
+    expect(await metric('late_changes_total', 'found_by="trailing_1"')).toBe(1);
+  });
+});
+
 describe('the lookback priced by the rate budget', () => {
   it('a lookback learned from late changes costs polls at most a quarter of an interval of budget; fixed is not capped', () => {
     const settings = { intervalMs: 1_000, floorMs: 1_000, ceilingMs: 300_000, readsPerInterval: 1_000 };
@@ -302,5 +332,23 @@ describe('the lookback priced by the rate budget', () => {
     const fixed = new PollState({ ...settings, mode: 'fixed' });
     fixed.read(6_000, 20_000);
     expect(fixed.lookbackMs(0)).toBe(300_000);
+  });
+
+  it("the trailing tiers' shares: the budget the polls leave at the density they see, max-min fair", () => {
+    const settings = { intervalMs: 1_000, floorMs: 1_000, ceilingMs: 300_000, freshnessBoundMs: 30_000 };
+    const priced = new PollState({ ...settings, mode: 'learned', readsPerInterval: 1_000, pageSize: 100 });
+    // Not priced before a poll read (the tiers weigh the same), nor without a page size.
+    expect(priced.allotTrailing(0)).toBeNull();
+    expect(new PollState({ ...settings, mode: 'learned' }).allotTrailing(0)).toBeNull();
+    priced.committed(T, 0, 500);
+    // 100 changes a second: polls read 3 s of them (1 s, the 1 s floor, 0.5 s of paging: 3 requests a second).
+    for (let i = 0; i < 30; i++) priced.read(250, 2_500);
+    const a = priced.allotTrailing(0)!;
+    expect(a.budgetRps).toBe(7);
+    expect(a.tiers.map((t) => Math.round(t.demandRps * 100) / 100)).toEqual([5.12, 5.01, 11]);
+    // All three short of their need: an even split, and each the bound its share keeps (2P back to back).
+    for (const t of a.tiers) expect(t.shareRps).toBeCloseTo(7 / 3, 6);
+    expect(a.tiers.map((t) => Math.round(t.boundOnShareMs / 100) / 10)).toEqual([28.1, 112.5, 450]);
+    expect(priced.lastAllotment()).toBe(a);
   });
 });

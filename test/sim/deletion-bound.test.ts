@@ -1,0 +1,96 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Review } from '../../src/core/review.js';
+import { checkDeployment, DELETION_BOUND_MS, type Violation } from './checker.js';
+import { VirtualClock } from './clock.js';
+import { Deployment } from './deployment.js';
+import { SimKafka } from './kafka.js';
+import { SimRedisServer } from './redis.js';
+import { SimUpstream } from './upstream.js';
+import { World } from './world.js';
+
+// The checker's deletion bound (property 9): a review gone upstream is reported deleted within DELETION_BOUND_MS of
+// the listing no longer showing anything that may be it (its own record listed malformed, a record without a
+// readable id), and not later.
+
+const START = Date.UTC(2026, 10, 27);
+const GONE = 30_000;
+
+function world() {
+  const clock = new VirtualClock(START);
+  const w = new World(clock, fc.sample(fc.scheduler(), 1)[0]!, START);
+  const kafka = new SimKafka(() => clock.now(), 60_000);
+  const redis = new SimRedisServer(() => clock.now());
+  const upstream = new SimUpstream(w, 'id-asc', 5, 0);
+  const main = new Deployment('main', w, redis, kafka, upstream, { BRIDGE_ACCOUNT: 'acct' }, {}, () => 0.5);
+  const topics = main.config.kafka.topics;
+  const review: Review = {
+    id: 5,
+    updated_date: START - 60_000,
+    client_publication_status: 'APPROVED',
+    pwr_publication_status: 'PENDING',
+    headline: 'review 5',
+    helpful_votes: 0,
+  };
+  upstream.put(review, START);
+  const at = (ms: number): void => {
+    clock.at(START + ms, () => undefined);
+    clock.fireNext();
+  };
+  let txn = 0;
+  const publish = (topic: string, type: string, sequence: number, data?: unknown): void => {
+    const producer = `p${++txn}`;
+    kafka.initProducer(producer);
+    const value = JSON.stringify({ id: `e${txn}`, type, subject: '5', sequence, data });
+    kafka.send(producer, 1, [{ topic, message: { key: '5', value }, bytes: 0 }]);
+    kafka.end(producer, true);
+  };
+  at(1_000);
+  publish(topics.created, 'review.created', 1, { review });
+  at(GONE);
+  upstream.remove(5);
+  return {
+    upstream,
+    // Review 5 reported deleted `ms` after it went, then the schedule's end.
+    reportedAfter(ms: number): Violation | null {
+      at(GONE + ms);
+      publish(topics.deleted, 'review.deleted', 2);
+      at(GONE + 400_000);
+      const target = { name: 'main', config: main.config, kafka, upstream, redis, disturbed: [], start: START };
+      return checkDeployment({ ...target, end: clock.now() }, { events: 0, reviews: 0 });
+    },
+  };
+}
+
+describe('the deletion bound', () => {
+  it('is the sweep interval and two sweeps (100 s), from the deletion', () => {
+    expect(DELETION_BOUND_MS).toBe(100_000);
+    expect(world().reportedAfter(99_000)).toBeNull();
+    expect(world().reportedAfter(101_000)?.detail).toMatch(/^review 5 deleted upstream at 30000 ms .* after its bound/);
+  });
+
+  it("counts from the end of the review's own record listed malformed, and of records without a readable id", () => {
+    const w = world();
+    // Listed broken from before the deletion until 20 s after it: its id is still listed.
+    w.upstream.broken.set(5, [{ from: START + GONE - 1_000, to: START + GONE + 20_000 }]);
+    // A record without a readable id listed before the deletion is due (120 s) holds it for one more sweep.
+    w.upstream.malformedEver.push({
+      id: 900_001,
+      raw: '<not json>',
+      from: START + GONE + 100_000,
+      to: START + GONE + 120_000,
+    });
+    expect(w.reportedAfter(215_000)).toBeNull();
+  });
+
+  it('is not held by a record with a readable id', () => {
+    const w = world();
+    w.upstream.malformedEver.push({
+      id: 900_001,
+      raw: { id: 900_001, rating: 'x' },
+      from: START + GONE + 50_000,
+      to: START + GONE + 70_000,
+    });
+    expect(w.reportedAfter(101_000)?.property).toBe('every final state reached');
+  });
+});
