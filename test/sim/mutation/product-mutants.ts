@@ -119,9 +119,8 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
         to: 'const changelog = { ...position, txn: position.txn, epoch };',
       },
     ],
-    // A deletion's commit whose answer is lost though it landed, or a crash or failover after it: the restore that
-    // follows reads its records.
-    focus: ['kafka-commit-lost', 'crash', 'redis-failover'],
+    // A deletion's commit whose answer is lost though it landed: the restore that follows reads its records.
+    focus: ['kafka-commit-lost'],
     // A deletion whose Redis part is missed: the next leadership's tail restore skips its records (their
     // transaction is Redis's own) and the review is reported deleted again.
     unit: ['test/unit/bridge/restore.test.ts'],
