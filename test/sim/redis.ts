@@ -100,6 +100,11 @@ export class SimRedisServer implements ScriptData {
   private touches = 0;
   /** Commands served (for the schedule's statistics). */
   commands = 0;
+  /**
+   * Called with a commit script's bucket keys just before it runs (nothing runs in between): a fault may take keys
+   * away there, as an eviction or a deletion by hand between a page's read and its commit would.
+   */
+  beforeCommit: ((bucketKeys: string[]) => void) | null = null;
 
   constructor(private readonly clock: () => number) {}
 
@@ -285,6 +290,7 @@ export class SimRedisServer implements ScriptData {
         const n = Number(a[0]);
         const keys = a.slice(1, 1 + n).map(String);
         const argv = a.slice(1 + n);
+        if (name === 'bridgeCommit') this.beforeCommit?.(keys.slice(4));
         return name === 'bridgeCommit' ? commitScript(this, keys, argv) : removeScript(this, keys, argv);
       }
       case 'bridgeRestorePut':

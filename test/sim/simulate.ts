@@ -296,6 +296,20 @@ export async function runSchedule(
           world.note(`lost ${lost.length} bucket(s)`);
           return;
         }
+        case 'redis-loss-mid-commit': {
+          // Armed until a commit of the deployment under test writes into a bucket that exists: that bucket goes
+          // just before the script runs (its page's read found it whole).
+          const mine = `${main.config.redis.keyPrefix}:`;
+          redis.beforeCommit = (bucketKeys) => {
+            const bucket = bucketKeys.find((k) => k.startsWith(mine) && redis.get(k) !== undefined);
+            if (bucket === undefined) return;
+            redis.beforeCommit = null;
+            redis.del(bucket);
+            world.note(`lost ${bucket} before a commit into it`);
+            disturbed.push({ from: clock.now(), to: clock.now() });
+          };
+          return;
+        }
         case 'redis-failover':
           // Losing a lease write makes two leaders at once: kafka-only-fence (see plan.ts).
           world.note(
@@ -377,6 +391,7 @@ export async function runSchedule(
     redis.refuseWrites = null;
     redis.maxmemory = null;
     redis.loseReplies = null;
+    redis.beforeCommit = null;
     kafka.refuseSends = null;
     kafka.partialSends = false;
     kafka.loseCommits = null;

@@ -23,8 +23,8 @@ describe('the mutation gate', () => {
     expect(() => verifyMutants([stale])).toThrow(/holds the original text 0 times/);
   });
 
-  // The named mutants the simulation kills (guard-noop falls to its unit test, commit-lua-no-fence is documented as
-  // equivalent: docs/testing.md, the mutation gate).
+  // The named mutants the simulation kills (guard-noop falls to its unit test, commit-lua-no-fence to its real-Redis
+  // test, the simulation being unable to see it: docs/testing.md, the mutation gate).
   for (const m of PRODUCT_MUTANTS.filter((x) => ['catch-up-no-flush', 'reused-txn'].includes(x.name))) {
     it(`kills ${m.name} (${m.description}) within ${SCHEDULES} schedules`, async () => {
       const base = baseCopy();

@@ -91,8 +91,10 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
     ],
     focus: ['freeze', 'crash', 'redis-failover'],
     faults: ['freeze', 'crash', 'redis-failover', 'kafka-only-fence', 'kafka-commit-lost', 'redis-refuse-writes'],
-    survivor:
-      "equivalent in effect: every write of commit.lua carries expect_txn, and its entries are a commit Kafka's fence already let through (before the next leader's InitProducerId), which the next leader's restore applies all the same; a superseded leader's reads are fenced by the read's own epoch check; what remains are Redis-only checkpoint fields (a sweep cursor, lastIncrementalAt) that only cost re-reading",
+    // The simulation cannot see it (docs/testing.md: what a superseded leader's unfenced writes can do repeats or
+    // rewinds what only costs re-reading); the real script's fence can: a restore finish (no expect_txn) and a
+    // checkpoint-only write of a superseded leader, each refused and changing nothing.
+    integration: ['test/integration/redis/commit-fence.test.ts'],
   },
   {
     name: 'reused-txn',
@@ -117,7 +119,11 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
         to: 'const changelog = { ...position, txn: position.txn, epoch };',
       },
     ],
-    focus: ['crash', 'redis-failover'],
+    // A deletion's commit whose answer is lost though it landed: the restore that follows reads its records.
+    focus: ['kafka-commit-lost'],
+    // A deletion whose Redis part is missed: the next leadership's tail restore skips its records (their
+    // transaction is Redis's own) and the review is reported deleted again.
+    unit: ['test/unit/bridge/restore.test.ts'],
   },
   {
     name: 'redis-before-kafka',
@@ -210,7 +216,9 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
         to: '',
       },
     ],
-    focus: ['redis-partial-loss'],
+    // A bucket lost between a page's read (which checked it) and its commit: the commit recreates it in part.
+    focus: ['redis-loss-mid-commit'],
+    integration: ['test/integration/redis/partial-loss.test.ts'],
   },
   {
     name: 'read-no-manifest-check',
@@ -313,6 +321,9 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       { file: MODELS, from: 'if (held && held.equals(buf(argv[i + 2]!))) {', to: 'if (held) {' },
     ],
     focus: ['crash', 'freeze'],
+    // The product never rewrites an entry between the deletion's last check and its removal (docs/testing.md); the
+    // real script's check is what a test can see.
+    integration: ['test/integration/redis/snapshot-store.test.ts'],
   },
   {
     name: 'remove-lua-script-only',

@@ -186,6 +186,27 @@ describe('restore: a changelog topic created again that other accounts write to'
     expect(seen.finished).toBeNull();
   });
 
+  it('refuses a topic created again under a running leader, though it holds a later checkpoint: it ends before Redis', async () => {
+    // The topic was deleted and created again while a leader ran: its next commit (transaction 8) went to the new
+    // topic, at its first offsets, and the leader stopped before its Redis part. Redis reflects transaction 7 at
+    // offset 40 of the old topic. The new topic's checkpoint 8 vouches for it (at or after Redis's transaction),
+    // but it ends before Redis's offsets: a tail read from there would see nothing, and commit 8 would be derived
+    // and published again, onto a changelog that holds nothing of the history before it.
+    const { p, seen, written } = placed(
+      [
+        [0, entryRec(3, 8, mine)],
+        [1, ckptRec(8, mine)],
+      ],
+      4,
+      { txn: 7, offsets: { 0: 40 } },
+    );
+    const err = await refusal(restoreFromChangelog(p, deps(), 5));
+    expect(err.setting).toBe('KAFKA_TOPIC_CHANGELOG');
+    expect(err.message).toMatch(/ends before the records Redis's last commit .* wrote \(partition 0: 4 < 40\)/);
+    expect(written.size).toBe(0);
+    expect(seen.finished).toBeNull();
+  });
+
   it("trusts the topic that holds the last commit's record at Redis's offset, with no second read", async () => {
     const { p, reads } = placed(
       [

@@ -129,6 +129,48 @@ describe('restore from the changelog', () => {
     expect(sink.events.filter((e) => e.subject === '3').map((e) => e.type)).toEqual(['review.created']);
   });
 
+  it('a deletion that reached Kafka but not Redis is applied from the changelog: its review.deleted is sent once', async () => {
+    const ids = [1, 2, 3, 4];
+    const source = new FakeSource([page(ids.map((id) => review(id)))]);
+    const { passes, snapshot, sink } = setup(source, 0.5);
+    await passes.prepare(10, signal);
+    await passes.fullScan(10, signal);
+    // Review 2 is deleted upstream: the sweep publishes its review.deleted, then Redis goes away before the removal.
+    const listed = () => [page(ids.filter((id) => id !== 2).map((id) => review(id)))];
+    source.pagesToServe = listed();
+    const remove = snapshot.removeEntries.bind(snapshot);
+    snapshot.removeEntries = () => Promise.reject(new Error('Connection is closed.'));
+    await expect(passes.fullScan(10, signal)).rejects.toThrow('Connection is closed.');
+    snapshot.removeEntries = remove;
+    expect(snapshot.entries.has(2)).toBe(true);
+
+    // The next leadership applies the deletion's changelog commit (its own transaction, after the sweep's pages).
+    expect(await passes.prepare(11, signal)).toBe(true);
+    expect(snapshot.entries.has(2)).toBe(false);
+    expect(snapshot.gone.get(2)).toBe(2);
+    source.pagesToServe = listed();
+    await passes.fullScan(11, signal);
+    expect(sink.deletions.map((e) => [e.subject, e.sequence])).toEqual([['2', 2]]);
+  });
+
+  it("a new leadership with nothing Redis missed keeps Redis's checkpoint: a sweep cursor of unchanged pages stays", async () => {
+    const reviews = [1, 2, 3].map((id) => review(id));
+    const { passes, snapshot, sink } = setup(new FakeSource([page(reviews)]));
+    await passes.prepare(10, signal);
+    await passes.fullScan(10, signal);
+    const commits = sink.changelog.length;
+    // A sweep's unchanged page moves the cursor in Redis only (after a restart, re-reading it publishes nothing).
+    const cursor = { kind: 'sweep' as const, cursor: 'b', startedAt: 1, seen: 3 };
+    const sweep = passes.pipeline.open('sweep', 10);
+    await sweep.submit(page(reviews), { checkpoint: { sweep: cursor }, commitIfUnchanged: true });
+    await passes.pipeline.settle();
+    expect(sink.changelog.length).toBe(commits);
+    expect((await snapshot.checkpoint()).sweep).toEqual(cursor);
+    // The next leadership reads the changelog from Redis's last commit on: nothing after it, nothing to apply.
+    expect(await passes.prepare(11, signal)).toBe(true);
+    expect((await snapshot.checkpoint()).sweep).toEqual(cursor);
+  });
+
   it('asks for a new lease when the restored history holds an epoch at or above the current one', async () => {
     const { passes, snapshot } = setup(new FakeSource([page([review(1)])]));
     await passes.prepare(50, signal);
