@@ -11,8 +11,8 @@ import { LeaderChores } from './loop/chores.js';
 import { LeaderWork } from './loop/leader-work.js';
 
 // The long-running loop of one replica: lead or stand by, run the initial load, then incremental polls on their
-// interval with the reconciliation sweep advancing a page at a time in between (so the sweep always yields the
-// upstream's rate budget to polls). Any failure abandons the pass without committing it and retries with backoff.
+// interval with the reconciliation sweep advancing a page at a time in between (so the sweep yields the upstream's
+// rate budget to polls, save a page an interval when polls run back to back). Any failure abandons the pass without committing it and retries with backoff.
 // What to do next and when is decided by the pure functions of src/core/schedule.ts. This class keeps the
 // leadership (lease, preparation, pause, recovery); the steps of a leader are src/bridge/loop/leader-work.ts, its
 // pause flag and heartbeats src/bridge/loop/chores.ts, its failures src/bridge/loop/failures.ts.

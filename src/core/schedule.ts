@@ -33,6 +33,15 @@ export interface StepState {
   trailingOpen?: boolean;
   /** When the next trailing read is due (null or absent: none); they run once the initial load is done. */
   trailingDueAt?: number | null;
+  /**
+   * When the long pass last advanced: its last step (a page or a deletion-detection step) ended, or it opened.
+   * Absent: never starved (polls always go first; the loop passes it).
+   */
+  longPassStepAt?: number;
+  /** When the last page of a trailing read ended (absent: none did yet). */
+  trailingStepAt?: number;
+  /** When the last poll ended (absent: none did yet). */
+  polledAt?: number;
 }
 
 /** The next thing the leader does. */
@@ -53,17 +62,61 @@ export type Step =
  * page of the trailing read open or due (a sweep can take hours; a late change's bound must hold meanwhile, and a
  * trailing read is a few pages a period), then a page of deletion detection or of the open full scan, else a wait
  * until the next poll or trailing read (at most a lease period).
+ *
+ * Polls that take longer than their interval are due again as soon as they end: first-come, they would starve
+ * every other pass for as long as they overran (a burst of changes, a lookback reaching back over the whole
+ * listing), and a sweep that never ends never reports a deletion. So the work behind the polls (the trailing read,
+ * the long pass) that has waited a whole interval for a step takes one ahead of the due poll: a poll waits at most
+ * a page of each, and only when polls run back to back or one of them waited an interval.
  */
 export function nextStep(state: StepState, now: number, timing: ScheduleTiming): Step {
   // Incremental polls need a watermark: the initial load's first page sets it (then the scan says `pollable`).
   const pollable = state.initialDone || (state.longPass?.pollable ?? false);
-  if (pollable && now >= state.nextPollAt) return { kind: 'poll', nextPollAt: now + timing.pollIntervalMs };
   const trailingAt = state.initialDone ? (state.trailingDueAt ?? null) : null;
-  if (state.trailingOpen || (trailingAt !== null && now >= trailingAt)) return { kind: 'trailing-page' };
-  if (state.deletionStepPending) return { kind: 'deletion-step' };
-  if (state.longPass) return { kind: 'scan-page' };
+  const trailing = state.trailingOpen || (trailingAt !== null && now >= trailingAt);
+  const longPass: Step | null = state.deletionStepPending
+    ? { kind: 'deletion-step' }
+    : state.longPass
+      ? { kind: 'scan-page' }
+      : null;
+  if (pollable && now >= state.nextPollAt) {
+    // Since when each piece of work behind the polls has waited (null: none, or not tracked); a trailing read due
+    // waits from its due time, or from the last trailing step if later (one that found nothing to read).
+    const stepAt = state.trailingStepAt ?? null;
+    const dueSince = trailingAt === null ? stepAt : Math.max(trailingAt, stepAt ?? -Infinity);
+    const trailingSince = !trailing ? null : state.trailingOpen ? stepAt : dueSince;
+    const longPassSince = longPass ? (state.longPassStepAt ?? null) : null;
+    const starved = starvedStep(now, timing, state.polledAt ?? null, {
+      trailing: trailingSince,
+      longPass: longPassSince,
+    });
+    if (starved === 'trailing') return { kind: 'trailing-page' };
+    if (starved === 'long-pass' && longPass) return longPass;
+    return { kind: 'poll', nextPollAt: now + timing.pollIntervalMs };
+  }
+  if (trailing) return { kind: 'trailing-page' };
+  if (longPass) return longPass;
   const until = Math.min(state.nextPollAt, trailingAt ?? Infinity) - now;
   return { kind: 'wait', ms: Math.max(0, Math.min(until, timing.leaseTtlMs / 3)) };
+}
+
+/**
+ * Which work behind the polls goes ahead of a due poll, or null. Work starves when it has waited a whole interval
+ * (`since`: the long pass since its last step or its opening, an open trailing read since its last page, one due
+ * since it was due) and through the last poll (`polledAt`: it took no step since); of the starved, the one waiting
+ * longer goes. So a due poll waits at most one step of each, however long the steps take.
+ */
+function starvedStep(
+  now: number,
+  timing: ScheduleTiming,
+  polledAt: number | null,
+  since: { trailing: number | null; longPass: number | null },
+): 'trailing' | 'long-pass' | null {
+  const starved = (at: number | null): at is number =>
+    at !== null && polledAt !== null && at <= polledAt && now - at >= timing.pollIntervalMs;
+  const { trailing, longPass } = since;
+  if (starved(trailing) && !(starved(longPass) && longPass < trailing)) return 'trailing';
+  return starved(longPass) ? 'long-pass' : null;
 }
 
 /** What the checkpoint says, read between full scans, for deciding whether one opens. */

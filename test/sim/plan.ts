@@ -55,12 +55,6 @@ export const PENDING_FIXES: Readonly<Partial<Record<FaultClass, string>>> = {
   // minutes: a deletion is reported late or never. Each passes with the header's offset at 0. The same starvation
   // as bursts below: waits for that fix, then its 1,000 clean schedules.
   'date-header-apart': 'the bursts fix (a scan starved by polls longer than their interval), then 1,000 schedules',
-  // Seed 48636 (every default class): with bursts of 71 changes a second on (and no other new class needed), the
-  // polls read the whole listing in pages of two, take longer than their interval, and the initial sweep resumed
-  // from its checkpoint never reads a page again: the review deleted upstream never gets its review.deleted
-  // (passes with the bursts cut to one change and the Date header's offset at 0; either alone breaks it; no
-  // branch owns it yet: for the lead to route).
-  bursts: 'unowned: sweep starved by polls longer than their interval',
   // Seeds 48509, 48545, 48608, 48736 (every default class): a second review.created, in each with the listing
   // newest first, and none with the same plan listed oldest first or by id: a review updated during a sweep moves
   // ahead of the sweep's keyset cursor, the sweep never lists it, and deletion inference takes it for deleted

@@ -27,6 +27,12 @@ export class LeaderWork {
   /** The trailing reads under way, by tier (src/core/trailing.ts), a page per step in turn of their shares. */
   private readonly trailing = new Map<number, TrailingRun>();
   private longPassStartedAt = 0;
+  /** When the long pass last advanced (a step ended, or it opened): the schedule keeps it from starving. */
+  private longPassStepAt = 0;
+  /** When a trailing read's last page ended (0: none yet). */
+  private trailingStepAt = 0;
+  /** When the last poll ended (null: none yet). */
+  private polledAt: number | null = null;
   private nextPollAt = 0;
   private initialDone = false;
   /** A resync taken from Redis and not completed yet: kept to run again after a failure. */
@@ -86,19 +92,25 @@ export class LeaderWork {
       nextPollAt: this.nextPollAt,
       trailingOpen: this.trailing.size > 0,
       trailingDueAt: passes.trailingDueAt?.(this.openTiers()) ?? null,
+      longPassStepAt: this.longPassStepAt,
+      trailingStepAt: this.trailingStepAt,
+      ...(this.polledAt === null ? {} : { polledAt: this.polledAt }),
     };
     const step = nextStep(state, now, timing);
     if (step.kind === 'poll') {
       this.nextPollAt = step.nextPollAt;
       await this.poll(epoch, signal);
+      this.polledAt = this.deps.clock();
       return 0;
     }
     if (step.kind === 'trailing-page') {
       await this.trailingPage(epoch, signal);
+      this.trailingStepAt = this.deps.clock();
       return 0;
     }
     if (step.kind === 'scan-page' && this.longPass) {
       await this.scanPage(this.longPass, signal);
+      this.longPassStepAt = this.deps.clock();
       return 0;
     }
     // A deletion-detection step is not asked for yet (detection runs inside the sweep's last page).
@@ -162,11 +174,11 @@ export class LeaderWork {
     );
     if (reason !== null) {
       this.longPass = await passes.openFullScan(epoch, signal);
-      this.longPassStartedAt = now;
+      this.longPassStartedAt = this.longPassStepAt = now;
       logger.info({ kind: this.longPass.type, requested, due: reason === 'due' }, 'sweep started');
     } else if ((this.resync ??= await passes.takeResync())) {
       this.longPass = await passes.openResync(epoch, signal, this.resync);
-      this.longPassStartedAt = now;
+      this.longPassStartedAt = this.longPassStepAt = now;
       logger.info({ id: this.resync.id, scope: this.resync.scope.kind }, 'resync started');
     }
   }

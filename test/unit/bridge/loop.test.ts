@@ -244,6 +244,35 @@ describe('BridgeLoop', () => {
     });
   }
 
+  it('advances a sweep a page between polls that take longer than their interval (fake clock)', async () => {
+    // Polls of 1.5 s every 1 s are due again as soon as they end: first-come, the sweep never got a page.
+    const time = new FakeTime();
+    const passes = new ScriptedPasses();
+    passes.sweepRequested = true;
+    passes.scanPages = 1_000_000;
+    passes.stepCostMs = 150;
+    passes.pollCostMs = 1_500;
+    passes.time = time;
+    const { loop } = loopOn(passes, new FakeLease(), 1_000, undefined, time);
+    loop.start();
+    await until(() => passes.pollTimes.length >= 12);
+    await loop.stop();
+    const afterFirstPoll = passes.calls.slice(passes.calls.indexOf('poll'));
+    // Poll and page alternate: each poll waits one page at most.
+    expect(afterFirstPoll.slice(0, 8)).toEqual([
+      'poll',
+      'step 1',
+      'poll',
+      'step 2',
+      'poll',
+      'step 3',
+      'poll',
+      'step 4',
+    ]);
+    const gaps = passes.pollTimes.slice(1).map((t, i) => t - passes.pollTimes[i]!);
+    for (const gap of gaps) expect(gap).toBeLessThanOrEqual(1_500 + 150);
+  });
+
   it('lets a due poll cut in between the pages of a sweep', async () => {
     const passes = new ScriptedPasses();
     passes.sweepRequested = true;

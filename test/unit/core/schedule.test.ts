@@ -71,6 +71,73 @@ describe('nextStep', () => {
       5,
       { kind: 'poll', nextPollAt: 1_005 },
     ],
+    // Polls longer than their interval (1 s): the last one ended at 2.9 s, the next is due at once.
+    [
+      'a sweep page ahead of a due poll once it waited a whole interval, through the last poll',
+      { longPass: sweep, initialDone: true, nextPollAt: 3_000, longPassStepAt: 2_000, polledAt: 2_900 },
+      3_000,
+      { kind: 'scan-page' },
+    ],
+    [
+      'a due poll first while the sweep advanced within the interval',
+      { longPass: sweep, initialDone: true, nextPollAt: 3_000, longPassStepAt: 2_001, polledAt: 2_900 },
+      3_000,
+      { kind: 'poll', nextPollAt: 4_000 },
+    ],
+    [
+      'a starved sweep page too after a trailing page went ahead, before the poll',
+      {
+        ...{ longPass: sweep, initialDone: true, nextPollAt: 3_000, longPassStepAt: 0, polledAt: 2_900 },
+        ...{ trailingOpen: true, trailingStepAt: 2_950 },
+      },
+      3_000,
+      { kind: 'scan-page' },
+    ],
+    [
+      'a due poll once the trailing read and the sweep each took a step since the last poll, however long',
+      {
+        ...{ longPass: sweep, initialDone: true, nextPollAt: 3_000, longPassStepAt: 2_000, polledAt: 500 },
+        ...{ trailingOpen: true, trailingStepAt: 1_600 },
+      },
+      3_000,
+      { kind: 'poll', nextPollAt: 4_000 },
+    ],
+    [
+      'a due poll after a trailing step that found no read to open (it waits from that step)',
+      {
+        ...{ longPass: null, initialDone: true, nextPollAt: 3_000, polledAt: 2_900 },
+        ...{ trailingDueAt: 1_000, trailingStepAt: 2_500 },
+      },
+      3_000,
+      { kind: 'poll', nextPollAt: 4_000 },
+    ],
+    [
+      'the sweep ahead of a trailing read that waited less',
+      {
+        ...{ longPass: sweep, initialDone: true, nextPollAt: 3_000, longPassStepAt: 500, polledAt: 2_900 },
+        ...{ trailingOpen: true, trailingStepAt: 1_000 },
+      },
+      3_000,
+      { kind: 'scan-page' },
+    ],
+    [
+      'a trailing read ahead of a sweep that waited less',
+      {
+        ...{ longPass: sweep, initialDone: true, nextPollAt: 3_000, longPassStepAt: 1_500, polledAt: 2_900 },
+        ...{ trailingDueAt: 1_000, trailingStepAt: 0 },
+      },
+      3_000,
+      { kind: 'trailing-page' },
+    ],
+    [
+      'a due poll before a trailing read due for less than an interval',
+      {
+        ...{ longPass: null, initialDone: true, nextPollAt: 3_000, polledAt: 2_900 },
+        ...{ trailingDueAt: 2_500, trailingStepAt: 0 },
+      },
+      3_000,
+      { kind: 'poll', nextPollAt: 4_000 },
+    ],
     [
       'a wait until the next poll',
       { longPass: null, initialDone: true, nextPollAt: 800 },
@@ -154,13 +221,28 @@ function simulate(opts: {
   pollCosts: number[];
   scan: StepState['longPass'];
   steps: number;
-}): { polls: Array<{ due: number; start: number; prevEnd: number }>; pagesDone: number; waitsWhileBusy: number } {
+  /** Trailing reads of `pages` pages due every `periodMs` (absent: none). */
+  trailing?: { periodMs: number; pages: number };
+}): {
+  polls: Array<{ due: number; start: number; prevEnd: number }>;
+  pagesDone: number;
+  /** Pages of trailing reads read. */
+  trailingPages: number;
+  waitsWhileBusy: number;
+  /** The longest time from a page's end to the next page's start. */
+  longestPageGap: number;
+} {
   const t = { ...timing, pollIntervalMs: opts.interval };
-  const state: StepState = { longPass: opts.scan, initialDone: true, nextPollAt: 0 };
+  // As the leader does (src/bridge/loop/leader-work.ts): the long pass's last step (or its opening) is tracked.
+  const state: StepState = { longPass: opts.scan, initialDone: true, nextPollAt: 0, longPassStepAt: 0 };
+  if (opts.trailing) state.trailingDueAt = 0;
+  let trailingLeft = 0;
+  let trailingPages = 0;
   let now = 0;
   let left = opts.pages;
   let pagesDone = 0;
   let waitsWhileBusy = 0;
+  let longestPageGap = 0;
   let prevEnd = 0;
   let i = 0;
   const polls: Array<{ due: number; start: number; prevEnd: number }> = [];
@@ -171,12 +253,27 @@ function simulate(opts: {
       polls.push({ due: state.nextPollAt, start: now, prevEnd });
       state.nextPollAt = step.nextPollAt;
       now += cost(opts.pollCosts);
-      prevEnd = now;
+      prevEnd = state.polledAt = now;
     } else if (step.kind === 'scan-page') {
+      longestPageGap = Math.max(longestPageGap, now - state.longPassStepAt!);
       now += cost(opts.pageCosts);
+      state.longPassStepAt = now;
       pagesDone += 1;
       left -= 1;
       if (left === 0) state.longPass = null;
+    } else if (step.kind === 'trailing-page') {
+      if (!state.trailingOpen) {
+        state.trailingOpen = true;
+        trailingLeft = opts.trailing!.pages;
+      }
+      now += cost(opts.pageCosts);
+      state.trailingStepAt = now;
+      trailingPages += 1;
+      trailingLeft -= 1;
+      if (trailingLeft === 0) {
+        state.trailingOpen = false;
+        state.trailingDueAt = now + opts.trailing!.periodMs;
+      }
     } else if (step.kind === 'wait') {
       if (state.longPass) waitsWhileBusy += 1;
       expect(step.ms).toBeGreaterThanOrEqual(0);
@@ -186,7 +283,7 @@ function simulate(opts: {
       now += step.ms;
     }
   }
-  return { polls, pagesDone, waitsWhileBusy };
+  return { polls, pagesDone, trailingPages, waitsWhileBusy, longestPageGap };
 }
 
 describe('simulated runs', () => {
@@ -232,6 +329,50 @@ describe('simulated runs', () => {
           });
           expect(run.waitsWhileBusy).toBe(0);
           expect(run.pagesDone).toBe(pages);
+        },
+      ),
+    );
+  });
+
+  it('advances a long pass while polls take longer than their interval: a page an interval and a poll at most', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 100, max: 5_000 }),
+        fc.integer({ min: 1, max: 100 }),
+        costs,
+        fc.array(fc.integer({ min: 0, max: 10_000 }), { minLength: 1, maxLength: 20 }),
+        (interval, pages, pageCosts, overruns) => {
+          // Every poll overruns its interval (a burst of changes, a lookback over the whole listing): each one ends
+          // after the next is due. First-come, the long pass never got a page.
+          const slowPolls = overruns.map((o) => interval + o);
+          const run = simulate({ interval, pages, pageCosts, pollCosts: slowPolls, scan: sweep, steps: pages * 2 + 2 });
+          expect(run.pagesDone).toBe(pages);
+          expect(run.longestPageGap).toBeLessThanOrEqual(interval + Math.max(...slowPolls));
+          // The polls lose one page at most (the "never starves polls" property keeps holding with them).
+          expect(run.polls.length).toBeGreaterThanOrEqual(pages);
+        },
+      ),
+    );
+  });
+
+  it('with a trailing read always due too: both advance, and a poll waits at most a page of each', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 100, max: 5_000 }),
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 1, max: 50 }),
+        costs,
+        fc.array(fc.integer({ min: 0, max: 10_000 }), { minLength: 1, maxLength: 20 }),
+        (interval, pages, trailingPages, pageCosts, overruns) => {
+          const slowPolls = overruns.map((o) => interval + o);
+          const run = simulate({
+            ...{ interval, pages, pageCosts, pollCosts: slowPolls, scan: sweep, steps: pages * 3 + 3 },
+            trailing: { periodMs: 0, pages: trailingPages },
+          });
+          expect(run.pagesDone).toBe(pages);
+          expect(run.trailingPages).toBeGreaterThanOrEqual(pages);
+          const maxPage = Math.max(...pageCosts);
+          for (const p of run.polls) expect(p.start).toBeLessThanOrEqual(Math.max(p.due, p.prevEnd) + 2 * maxPage);
         },
       ),
     );
