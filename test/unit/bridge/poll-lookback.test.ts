@@ -340,6 +340,39 @@ describe('polls on the data clock', () => {
   });
 });
 
+describe('the present learned from trailing reads too', () => {
+  it('a present learned ahead (the first reviews sampled all stamped ahead) comes back by what trailing reads find', async () => {
+    // Schedule seed 330136 of date-header-apart: seven reviews, most stamped ahead; the present learned ran 10
+    // minutes ahead and hid every change from polls, which then gave it no sample to correct it.
+    const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T)], T);
+    const { passes, sink, advance } = setup(source, 300_000, 30_000);
+    await passes.fullScan(1, signal);
+    const trail = async () => {
+      const read = await passes.openTrailing(1, signal);
+      if (read) while (await read.step());
+    };
+    const tick = async (reviews: Page['reviews']) => {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      source.pagesToServe = [page(reviews)];
+      await passes.incremental(1, signal);
+    };
+    const ahead = [10, 11, 12].map((id) => review(id, { updated_date: T + 120_000 + id }));
+    for (let i = 1; i <= 3; i++) await tick(ahead.slice(0, i));
+    // Three reviews sampled, all ahead: the next poll commits a watermark two minutes ahead.
+    await tick(ahead);
+    // Polls pass ordinary changes by; trailing reads find them.
+    for (let i = 0; i < 5; i++) {
+      await tick([...ahead, review(20 + i, { updated_date: source.upstreamTime - 100 })]);
+      await trail();
+    }
+    expect(sink.events.map((e) => e.subject)).toContain('20');
+    // Now a change is the next poll's again.
+    await tick([...ahead, review(30, { updated_date: source.upstreamTime - 100 })]);
+    expect(sink.events.map((e) => e.subject)).toContain('30');
+  });
+});
+
 describe('trailing reads count late changes as polls do', () => {
   it("a change within the polls' lookback that a trailing read reaches before the next poll is counted late", async () => {
     const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T);
