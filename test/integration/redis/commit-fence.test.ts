@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { EMPTY_CHANGELOG_CHECKPOINT } from '../../../src/core/changelog.js';
-import { fingerprint, type SnapshotEntry } from '../../../src/core/snapshot-entry.js';
 import { accountKeys, connectRedis, type BridgeRedis } from '../../../src/redis/connection.js';
 import { Lease } from '../../../src/redis/lease.js';
 import { FencedError, SnapshotStore } from '../../../src/redis/snapshot-store.js';
+import { storedEntry } from '../../helpers/entries.js';
 import { redisUrl, uniqueName } from '../../helpers/services.js';
 
 // commit.lua's lease-epoch fence on the real Redis, in the two writes where nothing else stops a superseded leader:
@@ -17,25 +17,6 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((r) => r.quit()));
 });
 
-function entry(i: number, sequence = 1): SnapshotEntry {
-  return {
-    client: 'APPROVED',
-    pwr: 'APPROVED',
-    updatedDate: 1_700_000_000_000 + i,
-    sequence,
-    observedAt: 1_700_000_100_000,
-    ...fingerprint({
-      id: i,
-      updated_date: 1,
-      client_publication_status: 'x',
-      pwr_publication_status: 'x',
-      headline: `headline ${i}`,
-      comments: `comment ${i}`,
-      rating: 3,
-    }),
-  };
-}
-
 /** An account a first leader committed transaction 1 to, then lost to a second leader (its lease ran out). */
 async function takenOver() {
   const redis = connectRedis(redisUrl());
@@ -43,7 +24,7 @@ async function takenOver() {
   const keys = accountKeys(uniqueName('rb-fence'), 'acct');
   const store = new SnapshotStore(redis, keys);
   const old = await new Lease(redis, keys, 60_000).renew();
-  await store.commit(old, [[1, entry(1)]], { watermark: 1_000 }, { txn: 1, offsets: { 0: 10 } });
+  await store.commit(old, [[1, storedEntry(1)]], { watermark: 1_000 }, { txn: 1, offsets: { 0: 10 } });
   // The first leader pauses past its lease: Redis drops the key, and the second replica takes the account.
   await redis.del(keys.lease);
   const next = await new Lease(redis, keys, 60_000).renew();
@@ -56,7 +37,7 @@ describe("commit.lua's lease-epoch fence", () => {
     const { store, old, next } = await takenOver();
     // The new leader commits transaction 2; the former one wakes up and finishes the restore it read up to
     // transaction 1 (the changelog's checkpoint then, and the end markers' offsets).
-    await store.commit(next, [[1, entry(1, 2)]], { watermark: 2_000 }, { txn: 2, offsets: { 0: 20 } }, 1);
+    await store.commit(next, [[1, storedEntry(1, 2)]], { watermark: 2_000 }, { txn: 2, offsets: { 0: 20 } }, 1);
     const stale = { ...EMPTY_CHANGELOG_CHECKPOINT, txn: 1, epoch: old, watermark: 1_000, initialDone: true };
     await expect(store.restoreFinish(old, stale, { 0: 12 }, 'cluster')).rejects.toBeInstanceOf(FencedError);
     const state = await store.changelogState();

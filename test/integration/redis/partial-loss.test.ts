@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { EMPTY_CHANGELOG_CHECKPOINT } from '../../../src/core/changelog.js';
 import { SnapshotLostError } from '../../../src/core/errors.js';
-import { fingerprint, type SnapshotEntry } from '../../../src/core/snapshot-entry.js';
 import { accountKeys, connectRedis, type BridgeRedis } from '../../../src/redis/connection.js';
 import { Lease } from '../../../src/redis/lease.js';
 import { SnapshotStore } from '../../../src/redis/snapshot-store.js';
 import { memoryPolicies } from '../../../src/redis/eviction.js';
+import { storedEntry } from '../../helpers/entries.js';
 import { redisUrl, uniqueName } from '../../helpers/services.js';
 
 // Some of an account's keys lost and others not (eviction, a key deleted by hand): a sealed account's read and
@@ -16,25 +16,6 @@ const open: BridgeRedis[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((r) => r.quit()));
 });
-
-function entry(i: number, sequence = 1): SnapshotEntry {
-  return {
-    client: 'APPROVED',
-    pwr: 'APPROVED',
-    updatedDate: 1_700_000_000_000 + i,
-    sequence,
-    observedAt: 1_700_000_100_000,
-    ...fingerprint({
-      id: i,
-      updated_date: 1,
-      client_publication_status: 'x',
-      pwr_publication_status: 'x',
-      headline: `headline ${i}`,
-      comments: `comment ${i}`,
-      rating: 3,
-    }),
-  };
-}
 
 /** A sealed account holding reviews 1, 2 (bucket 0), 200 (bucket 1) and 1000 (bucket 7), at transaction 1. */
 async function sealedAccount() {
@@ -47,7 +28,7 @@ async function sealedAccount() {
   const ids = [1, 2, 200, 1000];
   await store.commit(
     epoch,
-    ids.map((id) => [id, entry(id)]),
+    ids.map((id) => [id, storedEntry(id)]),
     { watermark: 5 },
     { txn: 1, offsets: {} },
     0,
@@ -68,14 +49,16 @@ describe('partial loss of an account’s keys', () => {
     expect(lostInPart(read)).toBe(true);
     expect((await store.read([1, 2, 1000], epoch, 1, true)).size).toBe(3);
     // A commit into the lost bucket would recreate it in part and hide the loss: refused, nothing written.
-    const commit = await store.commit(epoch, [[201, entry(201)]], {}, { txn: 2, offsets: {} }, 1, true).catch((e) => e);
+    const commit = await store
+      .commit(epoch, [[201, storedEntry(201)]], {}, { txn: 2, offsets: {} }, 1, true)
+      .catch((e) => e);
     expect(lostInPart(commit)).toBe(true);
     expect(await redis.exists(keys.bucket(1))).toBe(0);
     expect(await store.changelogTxn()).toBe(1);
     // A restore's tail onto this snapshot is refused the same way; a full restore writes it anew.
-    expect(lostInPart(await store.restoreEntries([[202, entry(202)]], true).catch((e) => e))).toBe(true);
-    await store.restoreEntries([[200, entry(200)]], false);
-    expect((await store.read([200], epoch, 1, true)).get(200)).toEqual(entry(200));
+    expect(lostInPart(await store.restoreEntries([[202, storedEntry(202)]], true).catch((e) => e))).toBe(true);
+    await store.restoreEntries([[200, storedEntry(200)]], false);
+    expect((await store.read([200], epoch, 1, true)).get(200)).toEqual(storedEntry(200));
   });
 
   it('a scan of the entries (deletion detection) fails when a listed bucket vanished, instead of skipping it', async () => {
@@ -93,7 +76,7 @@ describe('partial loss of an account’s keys', () => {
 
   it('a new bucket is not a lost one: it is created, marked and listed by the commit', async () => {
     const { store, epoch } = await sealedAccount();
-    await store.commit(epoch, [[5_000, entry(5_000)]], {}, { txn: 2, offsets: {} }, 1, true);
+    await store.commit(epoch, [[5_000, storedEntry(5_000)]], {}, { txn: 2, offsets: {} }, 1, true);
     expect((await store.read([5_000, 5_001], epoch, 2, true)).size).toBe(1);
     // The marker is no entry.
     const scanned = [];
@@ -107,7 +90,9 @@ describe('partial loss of an account’s keys', () => {
       await redis.del(keys[which]);
       expect(lostInPart(await store.read([1], epoch, undefined, true).catch((e) => e))).toBe(true);
       expect(lostInPart(await store.checkpoint(true).catch((e) => e))).toBe(true);
-      const commit = await store.commit(epoch, [[1, entry(1, 2)]], {}, undefined, undefined, true).catch((e) => e);
+      const commit = await store
+        .commit(epoch, [[1, storedEntry(1, 2)]], {}, undefined, undefined, true)
+        .catch((e) => e);
       expect(lostInPart(commit)).toBe(true);
       expect((await store.changelogState()).sealed).toBe(false);
     }
@@ -122,7 +107,7 @@ describe('partial loss of an account’s keys', () => {
     // Written as the previous version wrote it: no markers, no manifest.
     await store.commit(
       epoch,
-      [1, 200, 201].map((id) => [id, entry(id)]),
+      [1, 200, 201].map((id) => [id, storedEntry(id)]),
       { watermark: 5 },
       { txn: 3, offsets: {} },
     );
