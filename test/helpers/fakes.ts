@@ -484,3 +484,22 @@ export function loggedPassesOnFakes(): {
   const passes = passesOnFakes({ snapshot, sink, source: new FakeSource([]), keySource });
   return { passes, snapshot, sink, log, pipeline: passes.pipeline };
 }
+
+/** A clock the loop's sleeps move forward at once (each sleep yields a turn so that awaited work runs). */
+export class FakeTime {
+  now: number;
+  /** How many times the loop has slept (each a decision carried out: a standby period, a paused look). */
+  sleeps = 0;
+  /** Every wait of the loop, in order (ms). */
+  readonly slept: number[] = [];
+  constructor(start = 1_000_000) {
+    this.now = start;
+  }
+  readonly clock = (): number => this.now;
+  readonly sleep = async (ms: number): Promise<void> => {
+    this.now += ms;
+    this.sleeps += 1;
+    this.slept.push(ms);
+    await new Promise((r) => setImmediate(r));
+  };
+}

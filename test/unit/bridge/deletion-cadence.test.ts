@@ -11,6 +11,7 @@ import {
   review,
   silentLogger,
   testMetrics,
+  FakeTime,
 } from '../../helpers/fakes.js';
 import { until } from '../../helpers/wait.js';
 
@@ -57,18 +58,10 @@ class MovedAheadSource implements ReviewSource {
 }
 
 /** A clock the loop's sleeps advance, starting now (the fake pages were fetched a minute before). */
-class FakeTime {
-  now = Date.now();
-  readonly clock = (): number => this.now;
-  readonly sleep = async (ms: number): Promise<void> => {
-    this.now += ms;
-    await new Promise((r) => setImmediate(r));
-  };
-}
 
 describe('deletion detection and the poll cadence (fake clock)', () => {
   it('keeps polls on their 1 s interval while deletion detection scans the snapshot', async () => {
-    const time = new FakeTime();
+    const time = new FakeTime(Date.now());
     const log: string[] = [];
     const snapshot = new FakeSnapshot(log);
     const sink = new FakeSink(log);
@@ -136,7 +129,7 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
 
   /** A sweep of 10 reviews that does not list 7 (moved ahead of its cursor) and 3 (deleted); what it reports deleted. */
   async function sweepPastMoved(setup: (source: MovedAheadSource, all: Page['reviews']) => void) {
-    const time = new FakeTime();
+    const time = new FakeTime(Date.now());
     const log: string[] = [];
     const snapshot = new FakeSnapshot(log);
     const sink = new FakeSink(log);

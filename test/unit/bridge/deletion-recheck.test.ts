@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { BridgeLoop } from '../../../src/bridge/loop.js';
 import { Passes } from '../../../src/bridge/passes/index.js';
 import type { ListOptions, Page, ReviewSource } from '../../../src/upstream/types.js';
-import { FakeLease, FakeSink, FakeSnapshot, page, review, silentLogger, testMetrics } from '../../helpers/fakes.js';
+import {
+  FakeLease,
+  FakeSink,
+  FakeSnapshot,
+  page,
+  review,
+  silentLogger,
+  testMetrics,
+  FakeTime,
+} from '../../helpers/fakes.js';
 import { until } from '../../helpers/wait.js';
 
 // Deletion detection decides on the entries it scanned, which a poll may rewrite before the decision: a review the
@@ -11,14 +20,6 @@ import { until } from '../../helpers/wait.js';
 // passes and loop on fakes and a fake clock; the scan is slow enough for polls to run between its batches.
 
 /** A clock the loop's sleeps advance (the fake pages were fetched a minute before it starts). */
-class FakeTime {
-  now = Date.now();
-  readonly clock = (): number => this.now;
-  readonly sleep = async (ms: number): Promise<void> => {
-    this.now += ms;
-    await new Promise((r) => setImmediate(r));
-  };
-}
 
 /** A listing whose sweeps and polls serve pages of their own. */
 class TwoListings implements ReviewSource {
@@ -43,7 +44,7 @@ class TwoListings implements ReviewSource {
 
 describe('deletion detection reads its candidates again (fake clock)', () => {
   it('does not delete a review the sweep missed when a poll rewrote it after the scan read it', async () => {
-    const time = new FakeTime();
+    const time = new FakeTime(Date.now());
     const log: string[] = [];
     const snapshot = new FakeSnapshot(log);
     const sink = new FakeSink(log);

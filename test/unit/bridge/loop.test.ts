@@ -14,7 +14,7 @@ import {
   SnapshotLostError,
 } from '../../../src/core/errors.js';
 import { newResyncRequest, type ResyncRequest } from '../../../src/core/resync-request.js';
-import { FakeLease, silentLogger, testMetrics } from '../../helpers/fakes.js';
+import { FakeLease, silentLogger, testMetrics, FakeTime } from '../../helpers/fakes.js';
 import { until } from '../../helpers/wait.js';
 
 // The loop on fakes: what it runs, in which order, and what it does on failure and stop. Short real intervals keep
@@ -186,20 +186,6 @@ function loopOn(
 }
 
 /** A clock that only moves when the loop sleeps or a fake pass does work. */
-class FakeTime {
-  now = 1_000_000;
-  /** How many times the loop has slept (each a decision carried out: a standby period, a paused look). */
-  sleeps = 0;
-  /** Every wait of the loop, in order (ms). */
-  readonly slept: number[] = [];
-  readonly clock = (): number => this.now;
-  readonly sleep = async (ms: number): Promise<void> => {
-    this.now += ms;
-    this.sleeps += 1;
-    this.slept.push(ms);
-    await new Promise((r) => setImmediate(r));
-  };
-}
 
 describe('BridgeLoop', () => {
   it('runs the initial load to its end before the first poll, then polls', async () => {
