@@ -27,6 +27,8 @@ say "running on Node $(node --version)"
 install_dependencies
 bash scripts/kafka.sh fetch
 export SERVICES_ENV_FILE="$RUN/services.env"
+# The usual ports, or free ones when something else (a developer's own services, another demo) holds them.
+export KAFKA_PORT="${KAFKA_PORT:-$(port_or_free 39092)}" REDIS_PORT="${REDIS_PORT:-$(port_or_free 36379)}"
 pids=()
 cleanup() {
   say "stopping"
@@ -50,7 +52,7 @@ fi
 
 # node --import tsx runs TypeScript in this very process, so a signal to the pid reaches the program itself.
 TSX="node --import tsx"
-SIM_PORT="${SIM_PORT:-18080}"
+SIM_PORT="${SIM_PORT:-$(port_or_free 18080)}"
 if [[ -z "${UPSTREAM_BASE_URL:-}" ]]; then
   say "starting the upstream simulator with $DEMO_REVIEWS reviews (10 requests/s limit, like the real service)"
   $TSX src/cli.ts simulate --port "$SIM_PORT" --reviews "$DEMO_REVIEWS" --malformed-rate 0.001 >"$RUN/simulator.log" 2>&1 &
@@ -65,7 +67,7 @@ if [[ -z "${FINGERPRINT_KEY_FILE:-}${FINGERPRINT_KEK_FILE:-}" && "${FINGERPRINT_
   export FINGERPRINT_KEY_FILE="$RUN/fingerprint-key"
   [[ -s "$FINGERPRINT_KEY_FILE" ]] || (umask 077 && head -c 32 /dev/urandom | base64 >"$FINGERPRINT_KEY_FILE")
 fi
-export BRIDGE_ACCOUNT="${BRIDGE_ACCOUNT:-demo-$(date +%s)}" POLL_INTERVAL_MS="${POLL_INTERVAL_MS:-2000}" POLL_OVERLAP_MS="${POLL_OVERLAP_MS:-60000}" HTTP_PORT="${HTTP_PORT:-19464}" HTTP_HOST=127.0.0.1
+export BRIDGE_ACCOUNT="${BRIDGE_ACCOUNT:-demo-$(date +%s)}" POLL_INTERVAL_MS="${POLL_INTERVAL_MS:-2000}" POLL_OVERLAP_MS="${POLL_OVERLAP_MS:-60000}" HTTP_PORT="${HTTP_PORT:-$(port_or_free 19464)}" HTTP_HOST=127.0.0.1
 
 say "starting the bridge (account $BRIDGE_ACCOUNT; metrics on http://127.0.0.1:$HTTP_PORT/metrics; log in $RUN/bridge.log)"
 $TSX src/cli.ts run >"$RUN/bridge.log" 2>&1 &

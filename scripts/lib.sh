@@ -55,6 +55,10 @@ port_listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # A port the kernel just handed out as free (node is always there: the project needs it).
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+# PORT when nothing listens on it, else a free port (a demo beside a developer's own services must not collide).
+port_or_free() {
+  node -e 'const p=Number(process.argv[1]);const s=require("net").createServer();s.once("error",()=>{const t=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(t.address().port);t.close()})});s.listen(p,"127.0.0.1",()=>{console.log(p);s.close()})' "$1"
+}
 
 # COUNT consecutive free ports (and, with BUS, their Redis Cluster bus ports at +10000), from a random base.
 free_base() {
