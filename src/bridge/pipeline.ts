@@ -63,6 +63,11 @@ export class PagePipeline implements RunHost {
     this.committer.reset();
   }
 
+  /** A restore brought Redis up to changelog transaction `txn`: a Redis found to hold less later lost it. */
+  restored(txn: number): void {
+    this.committer.redisTxn = txn;
+  }
+
   /** The leadership sealed the account (Passes.prepare): from now on its reads and commits ask for the markers. */
   sealed(): void {
     this.committer.sealed = true;

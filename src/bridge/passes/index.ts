@@ -287,6 +287,7 @@ export class Passes implements PassRunner {
     if (outcome?.reacquire) return false;
     await this.checkHeld(before, outcome, lostDuring);
     if (outcome?.kind === 'full') this.knownEntries = outcome.entries;
+    if (outcome) this.pipeline.restored(outcome.txn);
     await this.snapshot.adoptPauseState?.();
     // The generated fingerprint key is copied to the changelog only once the restore trusted that topic.
     // After a full restore the topic may be new (a reset after it was created again): its copy is read again.

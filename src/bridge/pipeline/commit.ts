@@ -6,7 +6,7 @@ import { applyCheckpointUpdate, type Checkpoint, type CheckpointUpdate } from '.
 import type { ChangelogCheckpoint } from '../../core/changelog.js';
 import type { Page } from '../../upstream/types.js';
 import { inSpan, SPAN_ATTRIBUTES, type PassTracer } from '../../ops/tracing.js';
-import { kindOf } from '../../core/errors.js';
+import { kindOf, SnapshotLostError } from '../../core/errors.js';
 import type { ChangelogMark, CommitUnit, PipelineDeps } from './types.js';
 
 // The commit step, the last of a page: Kafka first (events, state rows, dead letters, and the changelog's entries
@@ -194,6 +194,12 @@ export class Committer {
       this.deps.snapshot.checkpoint(true),
       this.deps.snapshot.changelogTxn(),
     ]);
+    // The next number comes from here: a Redis that forgot transactions it is known to hold (its checkpoint
+    // evicted after a restore) would number the next commit as one Kafka already has, and a restore picking or
+    // skipping records by number would then take the wrong checkpoint or skip that commit's entries.
+    if (this.redisTxn !== null && txn < this.redisTxn) {
+      throw new SnapshotLostError(`LOST: Redis holds changelog transaction ${txn}, at least ${this.redisTxn} expected`);
+    }
     this.redisTxn = txn;
     return { ...checkpoint, txn, epoch };
   }
