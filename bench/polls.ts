@@ -31,6 +31,9 @@ import {
 // found (reviews_processed_total{pass="incremental"} / poll_changes_total), the polls' share of the upstream's
 // budget (their requests over 10/s), polls that overran their interval, the lookback, the sweep's reviews/s.
 //
+// BENCH_AHEAD_MS (sustained): before each phase, one status change stamped that far ahead of the present (a writer
+// whose clock runs fast, issue 45): the phase's figures then say whether it hid anything; its own delivery is printed.
+//
 // BENCH_POLL_MODE=late (issue 45): as sustained, without a sweep, and BENCH_LATE_SHARE (default 0.1) of the changes
 // shown BENCH_LATE_MIN_S..BENCH_LATE_MAX_S (10..20) s after their updated_date (the listing shows the review as it was
 // until then). Per phase: p50/p99 from visibility of the on-time and the late changes, the largest delay of a late one,
@@ -55,6 +58,8 @@ const LATE_MAX_S = Number(process.env.BENCH_LATE_MAX_S ?? 20);
 const SOAK_RATE = Number(process.env.BENCH_SOAK_RATE ?? 10);
 const SOAK_EDITS = Number(process.env.BENCH_SOAK_EDITS_PER_S ?? 1);
 const SOAK_SWEEP_MS = Number(process.env.BENCH_SOAK_SWEEP_MS ?? 120_000);
+/** sustained: before each phase, one status change stamped this far ahead of the present (issue 45; 0: none). */
+const AHEAD_MS = Number(process.env.BENCH_AHEAD_MS ?? 0);
 const REVIEWS =
   MODE === 'soak'
     ? Number(process.env.BENCH_SOAK_REVIEWS ?? 20_000)
@@ -160,7 +165,8 @@ function change(id: number): { key: string; at: number } {
 /** `rate` changes a second for `seconds`, each on another review (from a shuffled order); `tick` runs each 20 ms. */
 async function drive(rate: number, seconds: number, tick?: (elapsedMs: number) => void) {
   const sent: { key: string; at: number }[] = [];
-  const order = shuffled(REVIEWS);
+  // The last review is kept for the change stamped ahead (BENCH_AHEAD_MS).
+  const order = shuffled(AHEAD_MS > 0 ? REVIEWS - 1 : REVIEWS);
   const start = Date.now();
   while (Date.now() - start < seconds * 1000) {
     const elapsed = Date.now() - start;
@@ -215,6 +221,14 @@ async function sustained() {
         await sleep(500);
       }
     })();
+    // A writer whose clock runs fast: one change stamped AHEAD_MS ahead, made before the phase; it must hide none
+    // of the phase's changes, and goes out with the first poll after it shows.
+    let ahead: { key: string; at: number } | null = null;
+    if (AHEAD_MS > 0) {
+      const to = sim.control.get(REVIEWS)!.client_publication_status === 'REJECTED' ? 'APPROVED' : 'REJECTED';
+      const at = Date.now();
+      ahead = { key: `${REVIEWS}|${sim.control.setStatusLate(REVIEWS, { client: to }, -AHEAD_MS).updated_date}`, at };
+    }
     let warm: Promise<Counters> | null = null;
     const phaseStart = Date.now();
     const sent = await drive(rate, PHASE_S, (elapsed) => {
@@ -241,6 +255,14 @@ async function sustained() {
       missing: sent.length - all.length,
       latency: latencyFigures(all),
       latencyAfterWarmup: latencyFigures(afterWarmup),
+      ...(ahead === null
+        ? {}
+        : {
+            stampedAhead: {
+              aheadMs: AHEAD_MS,
+              deliveredAfterMs: received.has(ahead.key) ? received.get(ahead.key)! - ahead.at : null,
+            },
+          }),
       steadyState: steady,
       concurrentSweep: {
         reviewsPerS: sweepRate === null ? null : round(sweepRate, 0),
