@@ -48,7 +48,7 @@ export async function runIncrementalPoll(
       ctx.polls.lookback.observe(lateness, now);
       if (lateness > 0) ctx.metrics.setLatenessSeen('poll', lateness);
     }
-    if (summary.newestChange != null) ctx.polls.present.observe(summary.newestChange, now, summary.newestChangeOf);
+    if (summary.newestChange != null) ctx.polls.present.observe(summary.newestChange, startedAt);
     ctx.polls.read(summary.reviews, watermark - ctx.polls.since(covered, startedAt));
     // The density just read prices the trailing tiers' shares; the bounds they hold show after every poll.
     ctx.polls.allotTrailing(now);

@@ -68,17 +68,17 @@ export class PollState {
   }
 
   /**
-   * The upstream's present at local time `now`: no watermark passes it, and polls and trailing reads start from no
-   * later (a watermark committed further ahead, by an earlier version or a restore of its checkpoint, is not
-   * trusted). `headerAt`: the Date header's time then (null: none seen).
+   * The upstream's present at local time `now` plus the lookback's floor: no watermark passes it, and polls and
+   * trailing reads start from no later (a watermark committed further ahead, by an earlier version or a restore of
+   * its checkpoint, is not trusted). `headerAt`: the Date header's time then (null: none seen).
    */
   presentCap(now: number, headerAt: number | null): number {
-    return this.present.at(now, headerAt);
+    return this.present.at(now, headerAt) + this.settings.floorMs;
   }
 
   /** The watermark a read that saw updated_dates up to `maxSeen` may commit (see cappedWatermark). */
   watermarkOf(maxSeen: number, now: number, headerAt: number | null): number {
-    return cappedWatermark(maxSeen, this.present.at(now, headerAt));
+    return cappedWatermark(maxSeen, this.present.at(now, headerAt), this.settings.floorMs);
   }
 
   /**

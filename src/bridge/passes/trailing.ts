@@ -74,10 +74,6 @@ export async function openTrailingRead(
           return true;
         }
         await run.settle();
-        // What it found stands for the data's clock as a poll's finds do: a present learned too far ahead hides
-        // changes from polls, so they give it no sample, and only what the trailing reads find brings it back.
-        const { newestChange, newestChangeOf } = run.summary;
-        if (newestChange != null) polls.present.observe(newestChange, ctx.clock(), newestChangeOf);
         finished(ctx, pipeline, read, { startedAt, present, missedBefore });
         run.end('ok');
         return false;

@@ -25,10 +25,7 @@ export function recordPage(
       if (event.type === 'review.updated') continue;
       const date = event.data.review.updated_date;
       if (summary.oldestChange == null || date < summary.oldestChange) summary.oldestChange = date;
-      if (summary.newestChange == null || date > summary.newestChange) {
-        summary.newestChange = date;
-        summary.newestChangeOf = event.subject;
-      }
+      if (summary.newestChange == null || date > summary.newestChange) summary.newestChange = date;
     }
   }
   metrics.reviewsProcessed(pass, page.reviews.length);
