@@ -503,3 +503,21 @@ export class FakeTime {
     await new Promise((r) => setImmediate(r));
   };
 }
+
+/** A loop test's fakes: a fake clock at the present, and the snapshot and sink logging their calls into `log`. */
+export function loopFakes() {
+  const time = new FakeTime(Date.now());
+  const log: string[] = [];
+  const snapshot = new FakeSnapshot(log);
+  const sink = new FakeSink(log);
+  const metrics = testMetrics();
+  const deps = {
+    snapshot,
+    sink,
+    metrics,
+    logger: silentLogger,
+    eventSource: 'urn:test',
+    initialLoadMode: 'mark' as const,
+  };
+  return { time, log, snapshot, sink, metrics, deps };
+}

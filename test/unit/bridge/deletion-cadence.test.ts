@@ -2,17 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BridgeLoop } from '../../../src/bridge/loop.js';
 import { Passes } from '../../../src/bridge/passes/index.js';
 import type { ListOptions, Page, ReviewSource } from '../../../src/upstream/types.js';
-import {
-  FakeLease,
-  FakeSink,
-  FakeSnapshot,
-  FakeSource,
-  page,
-  review,
-  silentLogger,
-  testMetrics,
-  FakeTime,
-} from '../../helpers/fakes.js';
+import { FakeLease, FakeSource, page, review, silentLogger, FakeTime, loopFakes } from '../../helpers/fakes.js';
 import { until } from '../../helpers/wait.js';
 
 // Deletion detection at the end of a complete sweep runs a snapshot batch per loop step, so incremental polls keep
@@ -61,19 +51,7 @@ class MovedAheadSource implements ReviewSource {
 
 describe('deletion detection and the poll cadence (fake clock)', () => {
   it('keeps polls on their 1 s interval while deletion detection scans the snapshot', async () => {
-    const time = new FakeTime(Date.now());
-    const log: string[] = [];
-    const snapshot = new FakeSnapshot(log);
-    const sink = new FakeSink(log);
-    const metrics = testMetrics();
-    const deps = {
-      snapshot,
-      sink,
-      metrics,
-      logger: silentLogger,
-      eventSource: 'urn:test',
-      initialLoadMode: 'mark' as const,
-    };
+    const { time, snapshot, sink, metrics, deps } = loopFakes();
     const all = Array.from({ length: 400 }, (_, i) => review(i + 1));
     const source = new FakeSource([page(all)]);
     const passes = new Passes({ ...deps, clock: time.clock }, source, {
@@ -129,19 +107,7 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
 
   /** A sweep of 10 reviews that does not list 7 (moved ahead of its cursor) and 3 (deleted); what it reports deleted. */
   async function sweepPastMoved(setup: (source: MovedAheadSource, all: Page['reviews']) => void) {
-    const time = new FakeTime(Date.now());
-    const log: string[] = [];
-    const snapshot = new FakeSnapshot(log);
-    const sink = new FakeSink(log);
-    const metrics = testMetrics();
-    const deps = {
-      snapshot,
-      sink,
-      metrics,
-      logger: silentLogger,
-      eventSource: 'urn:test',
-      initialLoadMode: 'mark' as const,
-    };
+    const { time, snapshot, sink, metrics, deps } = loopFakes();
     const all = Array.from({ length: 10 }, (_, i) => review(i + 1));
     const moved = { ...review(7), updated_date: review(7).updated_date + 60_000 };
     const source = new MovedAheadSource(time, moved);

@@ -2,16 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BridgeLoop } from '../../../src/bridge/loop.js';
 import { Passes } from '../../../src/bridge/passes/index.js';
 import type { ListOptions, Page, ReviewSource } from '../../../src/upstream/types.js';
-import {
-  FakeLease,
-  FakeSink,
-  FakeSnapshot,
-  page,
-  review,
-  silentLogger,
-  testMetrics,
-  FakeTime,
-} from '../../helpers/fakes.js';
+import { FakeLease, page, review, silentLogger, loopFakes } from '../../helpers/fakes.js';
 import { until } from '../../helpers/wait.js';
 
 // Deletion detection decides on the entries it scanned, which a poll may rewrite before the decision: a review the
@@ -44,19 +35,7 @@ class TwoListings implements ReviewSource {
 
 describe('deletion detection reads its candidates again (fake clock)', () => {
   it('does not delete a review the sweep missed when a poll rewrote it after the scan read it', async () => {
-    const time = new FakeTime(Date.now());
-    const log: string[] = [];
-    const snapshot = new FakeSnapshot(log);
-    const sink = new FakeSink(log);
-    const metrics = testMetrics();
-    const deps = {
-      snapshot,
-      sink,
-      metrics,
-      logger: silentLogger,
-      eventSource: 'urn:test',
-      initialLoadMode: 'mark' as const,
-    };
+    const { time, snapshot, sink, metrics, deps } = loopFakes();
     const all = Array.from({ length: 100 }, (_, i) => review(i + 1));
     const source = new TwoListings([page(all)], () => []);
     const passes = new Passes({ ...deps, clock: time.clock }, source, {
