@@ -11,6 +11,9 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           environment: 'node',
+          setupFiles: ['test/helpers/property-runs.ts'],
+          // More property runs take longer (test/helpers/property-runs.ts).
+          ...(process.env.PROPERTY_RUNS ? { testTimeout: 600_000 } : {}),
         },
       },
       {

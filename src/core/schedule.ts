@@ -117,7 +117,7 @@ function starvedStep(
   since: { trailing: number | null; longPass: number | null },
 ): 'trailing' | 'long-pass' | null {
   const starved = (at: number | null): at is number =>
-    at !== null && polledAt !== null && at <= polledAt && now - at >= timing.pollIntervalMs;
+    at !== null && polledAt !== null && at < polledAt && now - at >= timing.pollIntervalMs;
   const { trailing, longPass } = since;
   if (starved(trailing) && !(starved(longPass) && longPass < trailing)) return 'trailing';
   return starved(longPass) ? 'long-pass' : null;
