@@ -43,8 +43,8 @@ export function allotShares(budgetRps: number, demands: readonly number[]): numb
 /**
  * The bound (ms) a tier keeps on `shareRps` while every tier reads at once (alone, a read goes faster: an upper
  * bound): its period plus its read when the share carries a read a period;
- * else reads run back to back, each window W = coverage + P taking P, and a change shown as one begins waits two
- * of them. Infinity when the share reads fewer changes a second than the listing gains (the bound grows while it
+ * else reads run back to back, each window W = coverage + P taking P (pages rounded up), and a change shown as one
+ * begins waits two of them. Infinity when the share reads fewer changes a second than the listing gains (the bound grows while it
  * lasts).
  */
 export function boundOnShareMs(tier: Tier, shareRps: number, load: TrailingLoad): number {
@@ -53,8 +53,10 @@ export function boundOnShareMs(tier: Tier, shareRps: number, load: TrailingLoad)
   if (readMs <= tier.periodMs) return tier.periodMs + readMs;
   const readable = shareRps * load.pageSize; // changes a second the share reads
   if (readable <= load.changesPerSecond) return Infinity;
-  const periodMs = (load.changesPerSecond * tier.coverMs) / (readable - load.changesPerSecond);
-  return 2 * Math.max(periodMs, 1000 / shareRps);
+  // P = (changes in coverage + P, plus a part-filled last page) / readable: the last page is a whole request, and
+  // leaving it out made the bound smaller just past the branch above than just before it (not monotone in share).
+  const periodMs = (load.changesPerSecond * tier.coverMs + 1000 * load.pageSize) / (readable - load.changesPerSecond);
+  return 2 * periodMs;
 }
 
 /** Requests a read of `windowMs` of updated_date takes (one at least: an empty page is a request too). */

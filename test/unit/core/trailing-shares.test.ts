@@ -60,8 +60,9 @@ describe('tierDemandRps and boundOnShareMs', () => {
   it('a share that carries its demand keeps period + read; a short one a longer bound; too short: none', () => {
     expect(boundOnShareMs(t3, 11, load)).toBe(60_000);
     expect(boundOnShareMs(t3, 33, load)).toBe(40_000);
-    // 2 requests/s read 200 changes/s against 100 arriving: back-to-back reads of 300 s + 300 s, twice that.
-    expect(boundOnShareMs(t3, 2, load)).toBe(600_000);
+    // 2 requests/s read 200 changes/s against 100 arriving: back-to-back reads of 300 s + 300 s, twice that, and a
+    // part-filled last page (a request: 1 s) each.
+    expect(boundOnShareMs(t3, 2, load)).toBe(602_000);
     expect(boundOnShareMs(t3, 1, load)).toBe(Infinity);
     expect(boundOnShareMs(t3, 0, load)).toBe(Infinity);
   });
