@@ -67,6 +67,7 @@ export interface RestorePorts {
    * the snapshot Redis holds; a bucket it lost fails the write (SnapshotLostError).
    */
   restoreEntries(
+    epoch: number,
     entries: ReadonlyArray<readonly [id: number, entry: SnapshotEntry | null, deletedSequence?: number]>,
     verify?: boolean,
   ): Promise<void>;
@@ -207,7 +208,7 @@ export async function restoreFromChangelog(
       }
     }
     entries += batch.length;
-    await ports.restoreEntries(batch, kind === 'tail');
+    await ports.restoreEntries(epoch, batch, kind === 'tail');
     if (batch.length > 0 && deps.progress && deps.clock() - reportedAt >= 1_000) {
       reportedAt = deps.clock();
       await deps.progress(entries, t0, false);

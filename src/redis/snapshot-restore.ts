@@ -9,8 +9,8 @@ import { bucketOf, fieldOf, MARKER, scriptError } from './store-common.js';
 /** A restored review: its entry, or null with the sequence of its review.deleted (a deletion marker). */
 export type RestoredEntry = readonly [id: number, entry: SnapshotEntry | null, deletedSequence?: number];
 
-// A restore of one account's snapshot from the Kafka changelog: clear it, write the restored entries (unfenced,
-// in bounded batches), then finish fenced with the changelog's checkpoint and the epoch floor. The finish seals the
+// A restore of one account's snapshot from the Kafka changelog: clear it, write the restored entries (in bounded
+// batches, each fenced by the lease epoch), then finish fenced with the changelog's checkpoint and the epoch floor. The finish seals the
 // account: its bucket manifest lists every bucket written, so a bucket lost later is told from one never written
 // (see src/redis/lua/commit.lua). A snapshot no changelog can restore is sealed as it stands (seal()).
 // Each batch of entries ends with a new restore token in the checkpoint, and the finish requires the last one: Redis
@@ -63,32 +63,36 @@ export class SnapshotRestore {
 
   /**
    * Writes restored entries (deleted: null, with the sequence of its review.deleted when known), a script call per
-   * batch; not fenced (restoreFinish is). `verify`: the entries go onto the snapshot Redis holds (a tail), so a
-   * bucket the manifest lists and Redis lost fails the write (SnapshotLostError) instead of being recreated in part.
+   * batch, fenced by `epoch` (restore-put.lua: a superseded leader's batch would overwrite its successor's commits).
+   * `verify`: the entries go onto the snapshot Redis holds (a tail), so a bucket the manifest lists and Redis lost
+   * fails the write (SnapshotLostError) instead of being recreated in part.
    */
-  async restoreEntries(entries: ReadonlyArray<RestoredEntry>, verify = false): Promise<void> {
+  async restoreEntries(epoch: number, entries: ReadonlyArray<RestoredEntry>, verify = false): Promise<void> {
     // Batches of a bounded size: a whole fetch at once would queue ~1 KiB of arguments per entry.
     for (let i = 0; i < entries.length; i += 2_000) {
-      const bucketKeys: string[] = [this.keys.manifest];
+      const { keys } = this;
+      const bucketKeys: string[] = [keys.epoch, keys.checkpoint, keys.gone, keys.manifest];
       const index = new Map<number, number>();
-      // '2': a full restore in progress, whose manifest and buckets the script checks as it writes.
-      const args: (string | Buffer)[] = [verify ? '1' : this.restoring ? '2' : '0'];
+      const triples: (string | Buffer)[] = [];
       const gone: string[] = [];
       for (const [id, entry, deletedSequence] of entries.slice(i, i + 2_000)) {
         const bucket = bucketOf(id);
         let k = index.get(bucket);
-        if (k === undefined) index.set(bucket, (k = bucketKeys.push(this.keys.bucket(bucket)) - 1));
-        args.push(String(k), fieldOf(id), entry ? encodeEntry(entry) : '');
+        // 1 for the first bucket: the script's KEYS[5].
+        if (k === undefined) index.set(bucket, (k = bucketKeys.push(keys.bucket(bucket)) - 4));
+        triples.push(String(k), fieldOf(id), entry ? encodeEntry(entry) : '');
         if (!entry && deletedSequence !== undefined) gone.push(String(id), String(deletedSequence));
       }
+      const token = { id: this.token?.id ?? this.random.uuid(), n: (this.token?.n ?? 0) + 1 };
+      // '2': a full restore in progress, whose manifest and buckets the script checks as it writes.
+      const mode = verify ? '1' : this.restoring ? '2' : '0';
+      const args = [String(epoch), mode, `${token.id}:${token.n}`, String(gone.length / 2), ...gone, ...triples];
       try {
         await this.redis.bridgeRestorePut(bucketKeys.length, ...bucketKeys, ...args);
       } catch (err) {
         throw scriptError(err);
       }
-      if (gone.length > 0) await this.redis.hset(this.keys.gone, ...gone);
-      const token = (this.token = { id: this.token?.id ?? this.random.uuid(), n: (this.token?.n ?? 0) + 1 });
-      await this.redis.hset(this.keys.checkpoint, 'restore_token', `${token.id}:${token.n}`);
+      this.token = token;
     }
   }
 

@@ -146,7 +146,10 @@ export class FakeSnapshot implements PassesSnapshot {
     this.clear();
   }
 
-  async restoreEntries(entries: ReadonlyArray<readonly [number, SnapshotEntry | null, number?]>): Promise<void> {
+  async restoreEntries(
+    _epoch: number,
+    entries: ReadonlyArray<readonly [number, SnapshotEntry | null, number?]>,
+  ): Promise<void> {
     for (const [id, entry, deletedSequence] of entries) {
       if (entry) this.entries.set(id, entry);
       else this.entries.delete(id);

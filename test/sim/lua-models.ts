@@ -203,18 +203,25 @@ export function removeScript(data: ScriptData, keys: string[], argv: Arg[]): num
   return removed;
 }
 
-/** restore-put.lua: writes restored entries (an empty value deletes), marking and listing the buckets written. */
+/**
+ * restore-put.lua: fenced by the epoch, writes one batch of restored entries (an empty value deletes), the deleted
+ * reviews' sequences and the restore token, marking and listing the buckets written.
+ */
 export function restorePutScript(data: ScriptData, keys: string[], argv: Arg[]): number {
-  const mode = str(argv[0]!);
-  if (mode === '2' && !(hash(data, keys[0]!, false)?.has('r') ?? false)) {
+  fence(data, keys[0]!, str(argv[0]!));
+  const [, checkpointKey, goneKey, manifestKey] = keys as [string, string, string, string];
+  const mode = str(argv[1]!);
+  if (mode === '2' && !(hash(data, manifestKey, false)?.has('r') ?? false)) {
     throw new ScriptErrorReply(MANIFEST_LOST_DURING_RESTORE);
   }
-  if (mode === '2' || (mode === '1' && (hash(data, keys[0]!, false)?.has('v') ?? false))) {
-    checkBuckets(data, keys[0]!, keys.slice(1));
+  if (mode === '2' || (mode === '1' && (hash(data, manifestKey, false)?.has('v') ?? false))) {
+    checkBuckets(data, manifestKey, keys.slice(4));
   }
+  const first = 4 + Number(str(argv[3]!)) * 2;
+  for (let i = 4; i < first; i += 2) hset(data, goneKey, str(argv[i]!), buf(argv[i + 1]!));
   const marked = new Set<number>();
-  for (let i = 1; i < argv.length; i += 3) {
-    const k = Number(str(argv[i]!));
+  for (let i = first; i < argv.length; i += 3) {
+    const k = 3 + Number(str(argv[i]!));
     const key = keys[k]!;
     const field = str(argv[i + 1]!);
     if (buf(argv[i + 2]!).length === 0) hdel(data, key, field);
@@ -222,10 +229,11 @@ export function restorePutScript(data: ScriptData, keys: string[], argv: Arg[]):
       hset(data, key, field, buf(argv[i + 2]!));
       if (!marked.has(k)) {
         marked.add(k);
-        if (hsetnx(data, key, 'm', '1') === 1) hset(data, keys[0]!, bucketOf(key)!, '1');
+        if (hsetnx(data, key, 'm', '1') === 1) hset(data, manifestKey, bucketOf(key)!, '1');
       }
     }
   }
+  if (str(argv[2]!) !== '') hset(data, checkpointKey, 'restore_token', buf(argv[2]!));
   return 0;
 }
 

@@ -230,7 +230,7 @@ export class Passes implements PassRunner {
     const ports: RestorePorts = {
       changelogState: () => this.snapshot.changelogState(),
       clearForRestore: () => this.snapshot.clearForRestore(),
-      restoreEntries: (entries, verify) => this.snapshot.restoreEntries(entries, verify),
+      restoreEntries: (e, entries, verify) => this.snapshot.restoreEntries(e, entries, verify),
       restoreFinish: (e, ckpt, offsets, cluster, tail) => this.snapshot.restoreFinish(e, ckpt, offsets, cluster, tail),
       setKafkaCluster: (cluster) => this.snapshot.setKafkaCluster(cluster),
       seal: (e) => this.snapshot.seal(e),

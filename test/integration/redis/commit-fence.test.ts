@@ -6,9 +6,10 @@ import { FencedError, SnapshotStore } from '../../../src/redis/snapshot-store.js
 import { storedEntry } from '../../helpers/entries.js';
 import { redisUrl, uniqueName } from '../../helpers/services.js';
 
-// commit.lua's lease-epoch fence on the real Redis, in the two writes where nothing else stops a superseded leader:
-// a restore's finish (it sets the changelog transaction and offsets, so it carries no expect_txn) and a
-// checkpoint-only write made before the new leader's first commit (its expect_txn still matches). Each is refused
+// The lease-epoch fence on the real Redis, in the writes where nothing else stops a superseded leader: a restore's
+// finish (it sets the changelog transaction and offsets, so it carries no expect_txn), a checkpoint-only write made
+// before the new leader's first commit (its expect_txn still matches), and a batch of a restore the former leader
+// was in the middle of (restore-put.lua: the entries it read would overwrite newer ones, silently). Each is refused
 // and changes nothing. (The simulation cannot see the fence go: every such write it makes repeats or rewinds what
 // only costs re-reading, and the next commit's expect_txn sends the new leader to restore; docs/testing.md.)
 
@@ -62,5 +63,21 @@ describe("commit.lua's lease-epoch fence", () => {
     expect(ckpt.sweep).toEqual(cursor);
     expect(ckpt.lastIncrementalAt).toBe(7_000);
     expect(await store.changelogTxn()).toBe(1);
+  });
+
+  it("refuses a superseded leader's restore batch, which would write older entries over its successor's", async () => {
+    const { redis, keys, store, old, next } = await takenOver();
+    // The former leader froze in a tail restore it had read up to transaction 1; meanwhile the new leader committed
+    // review 1 at sequence 2, and review 5 was deleted (sequence 4 kept for a comeback).
+    await store.commit(next, [[1, storedEntry(1, 2)]], { watermark: 2_000 }, { txn: 2, offsets: { 0: 20 } }, 1);
+    await redis.hset(keys.gone, '5', '4');
+    const batch = store.restoreEntries(old, [
+      [1, storedEntry(1)],
+      [5, null, 2],
+    ]);
+    await expect(batch).rejects.toBeInstanceOf(FencedError);
+    expect((await store.read([1])).get(1)?.sequence).toBe(2);
+    expect(await store.goneSequences([5])).toEqual(new Map([[5, 4]]));
+    expect(await redis.hget(keys.checkpoint, 'restore_token')).toBeNull();
   });
 });

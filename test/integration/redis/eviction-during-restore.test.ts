@@ -30,7 +30,7 @@ async function restoring() {
   const store = new SnapshotStore(redis, keys);
   const epoch = await new Lease(redis, keys, 60_000).renew();
   await store.clearForRestore();
-  await store.restoreEntries([
+  await store.restoreEntries(epoch, [
     [1, entry(1)],
     [2, entry(2)],
     [200, entry(200)],
@@ -41,16 +41,16 @@ async function restoring() {
 
 describe('keys evicted during a full restore', () => {
   it('a bucket evicted and written again by a later batch fails that batch (it would hold only part)', async () => {
-    const { redis, keys, store } = await restoring();
+    const { redis, keys, store, epoch } = await restoring();
     await redis.del(keys.bucket(0));
-    expect(lostInPart(await store.restoreEntries([[3, entry(3)]]).catch((e: unknown) => e))).toBe(true);
+    expect(lostInPart(await store.restoreEntries(epoch, [[3, entry(3)]]).catch((e: unknown) => e))).toBe(true);
     expect(await redis.hexists(keys.bucket(0), '3')).toBe(0);
   });
 
   it('the manifest evicted between batches fails the next batch (the buckets before it would read as new)', async () => {
-    const { redis, keys, store } = await restoring();
+    const { redis, keys, store, epoch } = await restoring();
     await redis.del(keys.manifest);
-    expect(lostInPart(await store.restoreEntries([[1000, entry(1000)]]).catch((e: unknown) => e))).toBe(true);
+    expect(lostInPart(await store.restoreEntries(epoch, [[1000, entry(1000)]]).catch((e: unknown) => e))).toBe(true);
   });
 
   it('the manifest evicted after the last batch fails the finish: nothing is sealed', async () => {
@@ -72,7 +72,7 @@ describe('keys evicted during a full restore', () => {
     const { redis, keys, store, epoch } = await restoring();
     await redis.del(keys.gone);
     // A later batch's deletion marker recreates the hash, without its marker.
-    await store.restoreEntries([[301, null, 2]]);
+    await store.restoreEntries(epoch, [[301, null, 2]]);
     await store.restoreFinish(epoch, CKPT, {}, 'c');
     expect(await store.verifyHeld()).toBe("the deleted reviews' sequences");
     expect(lostInPart(await store.goneSequences([300], true).catch((e: unknown) => e))).toBe(true);
@@ -96,7 +96,7 @@ describe('keys evicted under a tail restore, and after it', () => {
     await store.restoreFinish(epoch, CKPT, {}, 'c');
     await redis.del(keys.manifest);
     // The tail's batch sees no manifest (a snapshot of the previous format is not checked) and lists its bucket.
-    await store.restoreEntries([[5, entry(5)]], true);
+    await store.restoreEntries(epoch, [[5, entry(5)]], true);
     const finish = await store.restoreFinish(epoch, { ...CKPT, txn: 4 }, {}, 'c', true).catch((e: unknown) => e);
     expect(lostInPart(finish)).toBe(true);
   });
@@ -178,7 +178,7 @@ describe('the pause flag evicted', () => {
     const { redis, keys, store, epoch } = await adopted(true);
     await redis.del(keys.paused, keys.manifest);
     await store.clearForRestore();
-    await store.restoreEntries([[1, entry(1)]]);
+    await store.restoreEntries(epoch, [[1, entry(1)]]);
     await store.restoreFinish(epoch, CKPT, {}, 'c');
     await store.adoptPauseState();
     expect(await store.pausedSince()).not.toBeNull();

@@ -56,8 +56,8 @@ describe('partial loss of an account’s keys', () => {
     expect(await redis.exists(keys.bucket(1))).toBe(0);
     expect(await store.changelogTxn()).toBe(1);
     // A restore's tail onto this snapshot is refused the same way; a full restore writes it anew.
-    expect(lostInPart(await store.restoreEntries([[202, storedEntry(202)]], true).catch((e) => e))).toBe(true);
-    await store.restoreEntries([[200, storedEntry(200)]], false);
+    expect(lostInPart(await store.restoreEntries(epoch, [[202, storedEntry(202)]], true).catch((e) => e))).toBe(true);
+    await store.restoreEntries(epoch, [[200, storedEntry(200)]], false);
     expect((await store.read([200], epoch, 1, true)).get(200)).toEqual(storedEntry(200));
   });
 

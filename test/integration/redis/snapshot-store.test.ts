@@ -142,7 +142,7 @@ describe('SnapshotStore', () => {
     // A full restore clears the memory with the snapshot and writes the changelog's deletion markers back.
     await store.clearForRestore();
     expect(await store.goneSequences([1, 300])).toEqual(new Map());
-    await store.restoreEntries([
+    await store.restoreEntries(epoch, [
       [1, null, 5],
       [2, entry(2, 1)],
       [7, null],
@@ -155,11 +155,11 @@ describe('SnapshotStore', () => {
     const epoch = await lease.renew();
     const restored = { ...EMPTY_CHANGELOG_CHECKPOINT, txn: 6, initialDone: true, watermark: 5 };
     await store.clearForRestore();
-    await store.restoreEntries([
+    await store.restoreEntries(epoch, [
       [1, entry(1, 1)],
       [2, entry(2, 1)],
     ]);
-    await store.restoreEntries([[1, entry(1, 2)]]);
+    await store.restoreEntries(epoch, [[1, entry(1, 2)]]);
     // A failover to a replica without the last pipeline of the restore: its entry and its token are gone (Redis
     // replicates one connection's writes in order), the earlier ones stay: review 1 reads at sequence 1 again.
     await redis.hset(keys.bucket(0), '1', encodeEntry(entry(1, 1)));
@@ -170,7 +170,7 @@ describe('SnapshotStore', () => {
     expect(await store.changelogTxn()).toBe(0);
     // Restored again, whole: it finishes, and the token is gone from the checkpoint.
     await store.clearForRestore();
-    await store.restoreEntries([
+    await store.restoreEntries(epoch, [
       [1, entry(1, 2)],
       [2, entry(2, 1)],
     ]);

@@ -283,21 +283,27 @@ describe('the simulation’s Lua models match the scripts on the real Redis', ()
     );
   });
 
-  it('restore-put.lua and seal-buckets.lua (markers, manifest, the check before a tail restore)', async () => {
+  it('restore-put.lua and seal-buckets.lua (fence, markers, manifest, the check before a tail restore, token, gone)', async () => {
     const value = fc.oneof(bytes, fc.constant(Buffer.alloc(0)));
     await fc.assert(
       fc.asyncProperty(
         fc.record({
+          epoch: orWrong(strOf(fc.constantFrom('5', '6')), WRONG_HASH),
+          checkpoint: orWrong(hashOf(ckptField, bytes), WRONG_STR),
+          gone: orWrong(hashOf(fc.constantFrom('7', '8'), bytes), WRONG_STR),
           manifest: orWrong(manifest, WRONG_STR),
           's:1': orWrong(hashOf(bucketFields, bytes), WRONG_STR),
           's:2': hashOf(bucketFields, bytes),
           other: hashOf(fc.constantFrom('0', '1'), bytes),
         }),
         fc.constantFrom('put', 'seal') as fc.Arbitrary<'put' | 'seal'>,
+        fc.constantFrom('5', '6'),
         fc.constantFrom('0', '1', '2'),
+        fc.constantFrom('', 'tok:1', 'tok:2'),
+        fc.array(fc.tuple(fc.constantFrom('7', '8'), digits), { maxLength: 2 }),
         fc.array(fc.tuple(fc.constantFrom(1, 2), fc.constantFrom('0', '1', '2'), value), { maxLength: 5 }),
-        setting(['manifest', 's:1']),
-        async (state, op, verify, triples, set) => {
+        setting(['epoch', 'checkpoint', 'gone', 'manifest', 's:1']),
+        async (state, op, epoch, verify, token, gone, triples, set) => {
           await compare(
             state,
             (k) => {
@@ -306,8 +312,11 @@ describe('the simulation’s Lua models match the scripts on the real Redis', ()
                 const args = [keys.length, ...keys];
                 return { real: (on) => on.bridgeSealBuckets(...args), model: 'bridgeSealBuckets', args };
               }
-              const keys = [k('manifest'), k('s:1'), k('s:2')];
-              const args = [keys.length, ...keys, verify, ...triples.flatMap(([i, f, v]) => [String(i), f, v])];
+              const keys = [k('epoch'), k('checkpoint'), k('gone'), k('manifest'), k('s:1'), k('s:2')];
+              const args = [
+                ...[keys.length, ...keys, epoch, verify, token, String(gone.length), ...gone.flat()],
+                ...triples.flatMap(([i, f, v]) => [String(i), f, v]),
+              ];
               return { real: (on) => on.bridgeRestorePut(...args), model: 'bridgeRestorePut', args };
             },
             set,

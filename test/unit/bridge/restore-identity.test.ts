@@ -45,7 +45,7 @@ function ports(records: RestoreRecord[], redis: Partial<Awaited<ReturnType<Resto
   const p: RestorePorts = {
     changelogState: async () => state,
     clearForRestore: async () => void (seen.cleared += 1),
-    restoreEntries: async (entries) => entries.forEach(([id, e]) => written.set(id, e)),
+    restoreEntries: async (_epoch, entries) => entries.forEach(([id, e]) => written.set(id, e)),
     restoreFinish: async (_epoch, c) => ((seen.finished = c), true),
     setKafkaCluster: async () => undefined,
     stampIdentity: async (id) => void (seen.stamped = id),
