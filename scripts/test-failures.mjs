@@ -15,12 +15,21 @@ const firstLine = (text) =>
   stripVTControlCharacters(String(text ?? ''))
     .split('\n')
     .find((l) => l.trim()) ?? '';
+// A fast-check failure's first line says only that a property failed; its seed and counterexample replay it.
+const propertyDetail = (text) => {
+  const all = stripVTControlCharacters(String(text ?? '')).split('\n');
+  const keep = all.filter((l) => /^\s*(\{ seed:|Counterexample:|Caused by:)/.test(l)).map((l) => l.trim());
+  return keep.length > 0 ? ` [${keep.join(' | ').slice(0, 600)}]` : '';
+};
 const lines = [];
 for (const suite of report.testResults ?? []) {
   const path = relative(process.cwd(), suite.name);
   const failed = (suite.assertionResults ?? []).filter((t) => t.status === 'failed');
   for (const t of failed)
-    lines.push(`  FAIL ${path} > ${t.fullName}: ${firstLine(t.failureMessages?.[0]).slice(0, 300)}`);
+    lines.push(
+      `  FAIL ${path} > ${t.fullName}: ${firstLine(t.failureMessages?.[0]).slice(0, 300)}` +
+        propertyDetail(t.failureMessages?.[0]),
+    );
   if (failed.length === 0 && suite.status === 'failed')
     lines.push(`  FAIL ${path}: ${firstLine(suite.message).slice(0, 300)}`);
 }
