@@ -202,6 +202,26 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
     unit: ['test/unit/bridge/restore.test.ts'],
   },
   {
+    name: 'restore-put-no-fence',
+    description: "restore-put.lua (and its model) no longer checks the lease epoch: a superseded leader's batch lands",
+    edits: [
+      {
+        file: 'src/redis/lua/restore-put.lua',
+        from: "if current ~= ARGV[1] then\n  return redis.error_reply('FENCED: epoch ' .. ARGV[1] .. ' superseded by ' .. tostring(current))\nend\nlocal mode",
+        to: 'local mode',
+      },
+      {
+        file: MODELS,
+        from: 'export function restorePutScript(data: ScriptData, keys: string[], argv: Arg[]): number {\n  fence(data, keys[0]!, str(argv[0]!));',
+        to: "export function restorePutScript(data: ScriptData, keys: string[], argv: Arg[]): number {\n  if (getString(data, keys[0]!) === null) throw new ScriptErrorReply('LOST: the account keys are gone');",
+      },
+    ],
+    // A leader frozen between reading the changelog and writing its batch, superseded meanwhile.
+    focus: ['freeze', 'crash'],
+    faults: ['freeze', 'crash', 'redis-failover', 'redis-flush', 'redis-partial-loss', 'kafka-only-fence'],
+    integration: ['test/integration/redis/commit-fence.test.ts'],
+  },
+  {
     name: 'commit-lua-no-manifest-check',
     description: 'manifest checks: commit.lua (and its model) no longer refuses a write into a vanished bucket',
     edits: [
