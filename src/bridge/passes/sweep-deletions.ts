@@ -12,6 +12,17 @@ import { DeletionScan, type DeletionDeps } from './deletions.js';
 // others and remembers the inference with the sweep's end commit. A complete initial load only remembers its
 // unreadable records (standing for no review it knows) for the first sweep.
 
+/** The reads that run alongside a sweep (the polls and the trailing reads: poll-state.ts), as its deletions see them. */
+export interface ReadsAlongside {
+  /**
+   * Whether a poll, and with `late` a read of the widest trailing tier too, has begun after local time `at` and
+   * committed.
+   */
+  readSince(at: number, late: boolean): boolean;
+  /** Asks for a read of the widest trailing tier begun after local time `at` as soon as none is open. */
+  hurryTrailing(at: number): void;
+}
+
 /** What a full scan lists for deletion detection, and how it ends. */
 export class SweepIds {
   private readonly listing = new SweepListing();
@@ -45,8 +56,8 @@ export class SweepIds {
       deletion: DeletionDeps;
       ckpt: Checkpoint;
       startedAt: number;
-      /** Whether the reads alongside have each read since a local time (null: none run alongside). */
-      readSince: ((at: number) => boolean) | null;
+      /** The reads alongside, which the decision waits for (null: none run alongside). */
+      alongside: ReadsAlongside | null;
       /** Opens a read of the listing from an updated_date (the confirmation of a newest-first sweep's deletions). */
       reread: (since: number) => AsyncIterator<Page>;
     },
@@ -90,7 +101,7 @@ export class SweepIds {
     const span = run.startStep('deletions');
     const listed = (id: number) => listing.seen.has(id);
     const scan = new DeletionScan(pipeline, deletion, run.epoch, listed, end.startedAt, span, hold);
-    return new SweepDeletions(scan, listing, { clock: pipeline.clock, readSince: end.readSince, reread: end.reread });
+    return new SweepDeletions(scan, listing, { clock: pipeline.clock, alongside: end.alongside, reread: end.reread });
   }
 }
 
@@ -102,10 +113,17 @@ export class SweepIds {
  * entry's) unless it moves again meanwhile, and the polls (and, for a change shown late, the widest trailing reads)
  * begun after it read that one. A review any of them listed, or whose entry a read wrote since the sweep started
  * (deletions.ts re-reads the candidates' entries), is not deleted.
+ * Listed in another order, a review that still exists is listed (by id it stays where it was; oldest first it moves
+ * to the end): the decision waits only for a poll begun after the listing (an order the bridge cannot tell, which a
+ * change might move a review across, is caught as far as the polls read). The widest trailing read it waits for
+ * after a newest-first listing is asked for at once (TrailingSchedule.hurry): without that, with the budget short
+ * of the trailing reads, the wait took up to twice the bound they held (issue 48, bursts).
  */
 export class SweepDeletions {
   private phase: 'scan' | 'reread' | 'wait' = 'scan';
   private pages: AsyncIterator<Page> | null = null;
+  /** Whether the listing was read again (newest first): the decision waits for the widest trailing read too. */
+  private reread = false;
   /** Local time the last read of the listing (the sweep's, or the second) ended. */
   private listedAt: number;
 
@@ -114,7 +132,7 @@ export class SweepDeletions {
     private readonly listing: SweepListing,
     private readonly deps: {
       clock: () => number;
-      readSince: ((at: number) => boolean) | null;
+      alongside: ReadsAlongside | null;
       reread: (since: number) => AsyncIterator<Page>;
     },
   ) {
@@ -143,7 +161,9 @@ export class SweepDeletions {
       }
       this.pages = null;
       this.listedAt = this.deps.clock();
+      this.reread = true;
       this.phase = 'wait';
+      this.deps.alongside?.hurryTrailing(this.listedAt);
     }
     if (!this.readSince()) return true;
     await this.scan.finish();
@@ -162,7 +182,7 @@ export class SweepDeletions {
   private readSince(): boolean {
     // Nothing missing from the listing (the usual sweep): no decision to make safe, so no wait.
     if (this.scan.candidates().length === 0) return true;
-    return this.deps.readSince?.(this.listedAt) ?? true;
+    return this.deps.alongside?.readSince(this.listedAt, this.reread) ?? true;
   }
 }
 
