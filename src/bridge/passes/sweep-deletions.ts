@@ -113,17 +113,14 @@ export class SweepIds {
  * entry's) unless it moves again meanwhile, and the polls (and, for a change shown late, the widest trailing reads)
  * begun after it read that one. A review any of them listed, or whose entry a read wrote since the sweep started
  * (deletions.ts re-reads the candidates' entries), is not deleted.
- * Listed in another order, a review that still exists is listed (by id it stays where it was; oldest first it moves
- * to the end): the decision waits only for a poll begun after the listing (an order the bridge cannot tell, which a
- * change might move a review across, is caught as far as the polls read). The widest trailing read it waits for
- * after a newest-first listing is asked for at once (TrailingSchedule.hurry): without that, with the budget short
- * of the trailing reads, the wait took up to twice the bound they held (issue 48, bursts).
+ * Listed by id or oldest first, a review that still exists is listed (SweepListing.stable): the decision waits only
+ * for a poll begun after the listing. Otherwise the widest trailing read it waits for is asked for at once
+ * (TrailingSchedule.hurry): without that, with the budget short of the trailing reads, the wait took up to twice
+ * the bound they held (issue 48, bursts).
  */
 export class SweepDeletions {
   private phase: 'scan' | 'reread' | 'wait' = 'scan';
   private pages: AsyncIterator<Page> | null = null;
-  /** Whether the listing was read again (newest first): the decision waits for the widest trailing read too. */
-  private reread = false;
   /** Local time the last read of the listing (the sweep's, or the second) ended. */
   private listedAt: number;
 
@@ -152,6 +149,7 @@ export class SweepDeletions {
       if (since !== null) this.pages = this.deps.reread(since);
       this.phase = since === null ? 'wait' : 'reread';
       if (since !== null) return true;
+      this.awaitReads();
     }
     if (this.phase === 'reread' && this.pages) {
       const next = await this.pages.next();
@@ -161,9 +159,8 @@ export class SweepDeletions {
       }
       this.pages = null;
       this.listedAt = this.deps.clock();
-      this.reread = true;
       this.phase = 'wait';
-      this.deps.alongside?.hurryTrailing(this.listedAt);
+      this.awaitReads();
     }
     if (!this.readSince()) return true;
     await this.scan.finish();
@@ -179,10 +176,23 @@ export class SweepDeletions {
     await this.scan.close();
   }
 
+  /**
+   * Whether the decision waits for the widest trailing read too: unless the listing was sorted by id or oldest first
+   * (nothing that still exists can hide there), a move shown later than the polls look back may hide a review.
+   */
+  private get late(): boolean {
+    return !this.listing.stable;
+  }
+
+  /** Entering the wait: asks for the widest trailing read it waits for at once. */
+  private awaitReads(): void {
+    if (this.late && this.scan.candidates().length > 0) this.deps.alongside?.hurryTrailing(this.listedAt);
+  }
+
   private readSince(): boolean {
     // Nothing missing from the listing (the usual sweep): no decision to make safe, so no wait.
     if (this.scan.candidates().length === 0) return true;
-    return this.deps.alongside?.readSince(this.listedAt, this.reread) ?? true;
+    return this.deps.alongside?.readSince(this.listedAt, this.late) ?? true;
   }
 }
 
