@@ -38,17 +38,26 @@ export class SweepListing {
   readonly digests: string[] = [];
   /** How many unreadable records were listed. */
   unreadableCount = 0;
-  /** The updated_date of the last review listed, and whether every one so far was at most the one before. */
+  /** The updated_date of the last review listed, and whether every one so far was at most (at least) the one before. */
   private lastStamp: number | null = null;
   private descending = true;
+  private ascending = true;
+  /** The last readable id listed, and whether every one so far was above (below) the one before. */
+  private lastId: number | null = null;
+  private idsUp = true;
+  private idsDown = true;
 
   constructor(private readonly cap = UNREADABLE_MEMORY_MAX) {}
 
   /** Records a listed record with a readable id (and, when readable, its updated_date, in listing order). */
   listed(id: number, updatedDate?: number): void {
     this.seen.add(id);
+    if (this.lastId !== null && id <= this.lastId) this.idsUp = false;
+    if (this.lastId !== null && id >= this.lastId) this.idsDown = false;
+    this.lastId = id;
     if (updatedDate === undefined) return;
     if (this.lastStamp !== null && updatedDate > this.lastStamp) this.descending = false;
+    if (this.lastStamp !== null && updatedDate < this.lastStamp) this.ascending = false;
     this.lastStamp = updatedDate;
   }
 
@@ -59,6 +68,16 @@ export class SweepListing {
    */
   get newestFirst(): boolean {
     return this.descending && this.lastStamp !== null;
+  }
+
+  /**
+   * Whether the listing looked sorted by id (either way) or oldest first, and not newest first: a review that still
+   * exists cannot pass its cursor (by id it stays where it was; oldest first, a move takes it to the end), so only a
+   * review gone is missing. False for a listing that may be newest first (one by id may look so too, when stamps
+   * follow ids) or in an order it cannot tell.
+   */
+  get stable(): boolean {
+    return !this.newestFirst && (this.idsUp || this.idsDown || (this.ascending && this.lastStamp !== null));
   }
 
   /** Records a listed record whose id cannot be read, by the keyed digest of its raw body. */

@@ -81,6 +81,8 @@ export interface TrailingRead {
 /** When each tier reads next, and what it read last. */
 export class TrailingSchedule {
   private readonly states: TierState[];
+  /** A read of the widest tier begun after this local time is wanted at once (see hurry); null: none. */
+  private hurriedAfter: number | null = null;
 
   constructor(readonly tiers: readonly Tier[]) {
     this.states = tiers.map((tier) => ({
@@ -243,8 +245,18 @@ export class TrailingSchedule {
     return widest === undefined || (widest.startedAt !== null && widest.startedAt > at);
   }
 
+  /**
+   * Asks for a read of the widest tier begun after local time `at` (a sweep's deletions wait for one): until one
+   * has completed, the widest tier is due as soon as it has no read open, its period not waited. The wait for it is
+   * then at most the rest of the read under way plus one read, each within the bound the tier reports.
+   */
+  hurry(at: number): void {
+    this.hurriedAfter = Math.max(this.hurriedAfter ?? -Infinity, at);
+  }
+
   /** Forgets every read (a new leadership: what the last one delivered is not known here). */
   reset(): void {
+    this.hurriedAfter = null;
     for (const s of this.states) {
       s.startedAt = null;
       s.startedPresent = null;
@@ -255,7 +267,11 @@ export class TrailingSchedule {
   }
 
   private dueAt(s: TierState): number {
-    return s.startedAt === null ? -Infinity : s.startedAt + s.tier.periodMs;
+    if (s.startedAt === null) return -Infinity;
+    const regular = s.startedAt + s.tier.periodMs;
+    // Due just after `at` (a read begun at `at` itself does not count), not at it: a read at once would not serve.
+    const hurried = this.hurriedAfter !== null && s === this.states.at(-1) && s.startedAt <= this.hurriedAfter;
+    return hurried ? Math.min(this.hurriedAfter! + 1, regular) : regular;
   }
 
   /** Where the tier's next read starts: where its last began less its coverage (first: a period further back). */

@@ -90,10 +90,10 @@ export async function openFullScan(
       await run.settle();
       // A review updated while the sweep paged may have moved behind its cursor: the deletions read the listing
       // again when it is sorted newest first, and wait for the reads alongside (sweep-deletions.ts).
-      const readSince = alongside ? (at: number) => ctx.polls.readSince(at) : null;
       const reread = (since: number) =>
         source.pages({ updatedSince: since, kind: 'sweep', signal })[Symbol.asyncIterator]();
-      const end = { pipeline, run, deletion, ckpt, startedAt: scan.startedAt, readSince, reread };
+      const reads = alongside ? ctx.polls : null;
+      const end = { pipeline, run, deletion, ckpt, startedAt: scan.startedAt, alongside: reads, reread };
       const deletions = ids.endSweep(end, update);
       if (deletions) {
         detection = { deletions, update };

@@ -169,12 +169,19 @@ export class PollState {
   }
 
   /**
-   * Whether the polls and the widest trailing reads have each read once since local time `at`: everything the
-   * listing showed at `at`, up to POLL_OVERLAP_MS late, has been read (a sweep's deletions wait for it: see
-   * sweep-deletions.ts). A read that began at `at` itself does not count (it may have paged before it).
+   * Whether a poll, and with `late` a read of the widest trailing tier too, has begun since local time `at` and
+   * committed: everything the listing showed at `at` within the polls' lookback (with `late`, up to POLL_OVERLAP_MS
+   * late) has been read (a sweep's deletions wait for it: see sweep-deletions.ts). A read that began at `at` itself
+   * does not count (it may have paged before it).
    */
-  readSince(at: number): boolean {
-    return this.lastStartedAt !== null && this.lastStartedAt > at && this.trailing.readSince(at);
+  readSince(at: number, late: boolean): boolean {
+    const polled = this.lastStartedAt !== null && this.lastStartedAt > at;
+    return polled && (!late || this.trailing.readSince(at));
+  }
+
+  /** Asks for a read of the widest trailing tier begun after local time `at` as soon as none is open (see hurry). */
+  hurryTrailing(at: number): void {
+    this.trailing.hurry(at);
   }
 
   /** How long the last poll paged (ms); a leadership's first poll allows a predecessor's unknown paging. */

@@ -12,6 +12,17 @@ import { DeletionScan, type DeletionDeps } from './deletions.js';
 // others and remembers the inference with the sweep's end commit. A complete initial load only remembers its
 // unreadable records (standing for no review it knows) for the first sweep.
 
+/** The reads that run alongside a sweep (the polls and the trailing reads: poll-state.ts), as its deletions see them. */
+export interface ReadsAlongside {
+  /**
+   * Whether a poll, and with `late` a read of the widest trailing tier too, has begun after local time `at` and
+   * committed.
+   */
+  readSince(at: number, late: boolean): boolean;
+  /** Asks for a read of the widest trailing tier begun after local time `at` as soon as none is open. */
+  hurryTrailing(at: number): void;
+}
+
 /** What a full scan lists for deletion detection, and how it ends. */
 export class SweepIds {
   private readonly listing = new SweepListing();
@@ -45,8 +56,8 @@ export class SweepIds {
       deletion: DeletionDeps;
       ckpt: Checkpoint;
       startedAt: number;
-      /** Whether the reads alongside have each read since a local time (null: none run alongside). */
-      readSince: ((at: number) => boolean) | null;
+      /** The reads alongside, which the decision waits for (null: none run alongside). */
+      alongside: ReadsAlongside | null;
       /** Opens a read of the listing from an updated_date (the confirmation of a newest-first sweep's deletions). */
       reread: (since: number) => AsyncIterator<Page>;
     },
@@ -90,7 +101,7 @@ export class SweepIds {
     const span = run.startStep('deletions');
     const listed = (id: number) => listing.seen.has(id);
     const scan = new DeletionScan(pipeline, deletion, run.epoch, listed, end.startedAt, span, hold);
-    return new SweepDeletions(scan, listing, { clock: pipeline.clock, readSince: end.readSince, reread: end.reread });
+    return new SweepDeletions(scan, listing, { clock: pipeline.clock, alongside: end.alongside, reread: end.reread });
   }
 }
 
@@ -102,6 +113,10 @@ export class SweepIds {
  * entry's) unless it moves again meanwhile, and the polls (and, for a change shown late, the widest trailing reads)
  * begun after it read that one. A review any of them listed, or whose entry a read wrote since the sweep started
  * (deletions.ts re-reads the candidates' entries), is not deleted.
+ * Listed by id or oldest first, a review that still exists is listed (SweepListing.stable): the decision waits only
+ * for a poll begun after the listing. Otherwise the widest trailing read it waits for is asked for at once
+ * (TrailingSchedule.hurry): without that, with the budget short of the trailing reads, the wait took up to twice
+ * the bound they held (issue 48, bursts).
  */
 export class SweepDeletions {
   private phase: 'scan' | 'reread' | 'wait' = 'scan';
@@ -114,7 +129,7 @@ export class SweepDeletions {
     private readonly listing: SweepListing,
     private readonly deps: {
       clock: () => number;
-      readSince: ((at: number) => boolean) | null;
+      alongside: ReadsAlongside | null;
       reread: (since: number) => AsyncIterator<Page>;
     },
   ) {
@@ -134,6 +149,7 @@ export class SweepDeletions {
       if (since !== null) this.pages = this.deps.reread(since);
       this.phase = since === null ? 'wait' : 'reread';
       if (since !== null) return true;
+      this.awaitReads();
     }
     if (this.phase === 'reread' && this.pages) {
       const next = await this.pages.next();
@@ -144,6 +160,7 @@ export class SweepDeletions {
       this.pages = null;
       this.listedAt = this.deps.clock();
       this.phase = 'wait';
+      this.awaitReads();
     }
     if (!this.readSince()) return true;
     await this.scan.finish();
@@ -159,10 +176,23 @@ export class SweepDeletions {
     await this.scan.close();
   }
 
+  /**
+   * Whether the decision waits for the widest trailing read too: unless the listing was sorted by id or oldest first
+   * (nothing that still exists can hide there), a move shown later than the polls look back may hide a review.
+   */
+  private get late(): boolean {
+    return !this.listing.stable;
+  }
+
+  /** Entering the wait: asks for the widest trailing read it waits for at once. */
+  private awaitReads(): void {
+    if (this.late && this.scan.candidates().length > 0) this.deps.alongside?.hurryTrailing(this.listedAt);
+  }
+
   private readSince(): boolean {
     // Nothing missing from the listing (the usual sweep): no decision to make safe, so no wait.
     if (this.scan.candidates().length === 0) return true;
-    return this.deps.readSince?.(this.listedAt) ?? true;
+    return this.deps.alongside?.readSince(this.listedAt, this.late) ?? true;
   }
 }
 

@@ -47,6 +47,44 @@ class MovedAheadSource implements ReviewSource {
   async close(): Promise<void> {}
 }
 
+/**
+ * A listing of which the sweep lists `swept` (review 3 is gone), the polls and trailing reads nothing new, and a read
+ * from the oldest candidate's stamp (the second read of a newest-first sweep) what is left; it notes the local time
+ * each request is asked for and when the sweep's listing ended.
+ */
+class TimedSource implements ReviewSource {
+  sweptEndedAt: number | null = null;
+  readonly requests: Array<{ at: number; kind: 'poll' | 'reread' | 'trailing' }> = [];
+
+  constructor(
+    private readonly time: FakeTime,
+    private readonly swept: Page['reviews'],
+    private readonly rereadSince: number,
+  ) {}
+
+  pages(options: ListOptions): AsyncIterable<Page> {
+    const { kind, updatedSince } = options;
+    const full = kind === 'sweep' && updatedSince === undefined;
+    const reread = kind === 'sweep' && updatedSince === this.rereadSince && this.sweptEndedAt !== null;
+    if (!full)
+      this.requests.push({ at: this.time.now, kind: kind !== 'sweep' ? 'poll' : reread ? 'reread' : 'trailing' });
+    const pages = full
+      ? [page(this.swept)]
+      : reread
+        ? [page(this.swept.filter((r) => r.updated_date >= updatedSince!))]
+        : [page([])];
+    const walk = async function* (this: TimedSource): AsyncGenerator<Page> {
+      for (const p of pages) yield { ...p, fetchedAt: this.time.now };
+      if (full) this.sweptEndedAt = this.time.now;
+    };
+    return { [Symbol.asyncIterator]: () => walk.call(this) };
+  }
+
+  async checkCredentials(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
+
 /** A clock the loop's sleeps advance, starting now (the fake pages were fetched a minute before). */
 
 describe('deletion detection and the poll cadence (fake clock)', () => {
@@ -166,5 +204,79 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
     expect(deleted).toEqual(['3']);
     // From the older of the two candidates' stamps (3's).
     expect(source.rereads).toEqual([review(3).updated_date]);
+  });
+
+  /**
+   * A sweep of 10 reviews, listed in `order`, that does not list review 3 (gone), with trailing reads of a 10-minute
+   * period alongside: the local time the deletion was reported at, the requests made, and when the listing ended.
+   */
+  async function sweepWithTrailing(order: 'id' | 'newest-first') {
+    const { time, snapshot, sink, metrics, deps } = loopFakes();
+    const all = Array.from({ length: 10 }, (_, i) => review(i + 1));
+    const left = all.filter((r) => r.id !== 3);
+    const source = new TimedSource(time, order === 'id' ? left : [...left].reverse(), review(3).updated_date);
+    const passes = new Passes({ ...deps, clock: time.clock }, new FakeSource([page(all)]), {
+      overlapMs: 60_000,
+      polls: { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000, freshnessBoundMs: 600_000 },
+      metrics,
+      deleteMaxFraction: 0.5,
+      account: 'test',
+    });
+    await passes.fullScan(1, new AbortController().signal);
+    expect(snapshot.entries.size).toBe(10);
+    const loaded = new Passes({ ...deps, clock: time.clock }, source, {
+      overlapMs: 60_000,
+      polls: { intervalMs: 1_000, lookback: 'learned', lookbackFloorMs: 1_000, freshnessBoundMs: 600_000 },
+      metrics,
+      deleteMaxFraction: 0.5,
+      account: 'test',
+    });
+    let reportedAt: number | null = null;
+    const publish = sink.publishDeletions.bind(sink);
+    sink.publishDeletions = (events, changelog) => {
+      reportedAt ??= time.now;
+      return publish(events, changelog);
+    };
+    const loop = new BridgeLoop({
+      passes: loaded,
+      lease: new FakeLease(),
+      metrics,
+      logger: silentLogger,
+      clock: time.clock,
+      sleep: time.sleep,
+      timing: { pollIntervalMs: 1_000, sweepIntervalMs: 0, leaseTtlMs: 600, maxBackoffMs: 20 },
+    });
+    loop.start();
+    // The sweep starts once the widest tier has read (its first read is due at once), so that its next read is due
+    // a period later.
+    await until(() => source.requests.some((r) => r.kind === 'trailing'), 10_000);
+    snapshot.sweepRequested = true;
+    await until(() => sink.deletions.length > 0, 10_000);
+    await loop.stop();
+    expect(sink.deletions.map((e) => e.subject)).toEqual(['3']);
+    return { reportedAt: reportedAt!, listedAt: source.sweptEndedAt!, requests: source.requests };
+  }
+
+  it('after a listing not sorted newest first, decides once a poll has read since, without the trailing reads', async () => {
+    // Issue 48 (bursts, seed 5150241): listed by id, nothing can hide a review that still exists, yet the decision
+    // waited for a read of the widest trailing tier begun after the listing, which the budget held back for minutes.
+    const { reportedAt, listedAt, requests } = await sweepWithTrailing('id');
+    const between = requests.filter((r) => r.at >= listedAt && r.at <= reportedAt);
+    expect(between.map((r) => r.kind)).not.toContain('trailing');
+    expect(between.map((r) => r.kind)).toContain('poll');
+  });
+
+  it('after a newest-first listing, asks for the widest trailing read at once instead of waiting for its period', async () => {
+    // Issue 48 (bursts): the decision waited for the widest tier's next read, due a whole period (here 10 minutes)
+    // after its last one, and longer while the budget was short of the trailing reads.
+    const { reportedAt, listedAt, requests } = await sweepWithTrailing('newest-first');
+    const reread = requests.find((r) => r.kind === 'reread');
+    expect(reread).toBeDefined();
+    const trailing = requests.filter((r) => r.kind === 'trailing');
+    const next = trailing.find((r) => r.at >= reread!.at);
+    expect(next!.at).toBeLessThanOrEqual(reportedAt);
+    // Before the tier's period since its last read had passed.
+    expect(next!.at - trailing[0]!.at).toBeLessThan(600_000);
+    expect(listedAt).toBeLessThanOrEqual(reread!.at);
   });
 });

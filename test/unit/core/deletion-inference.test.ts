@@ -135,6 +135,54 @@ describe('a newest-first listing and its second read (issue 48)', () => {
     expect(listing.newestFirst).toBe(true);
   });
 
+  it('tells a listing no review that still exists can pass (by id, oldest first) from one that may hide one', () => {
+    const stable = (rows: Array<[number, number]>) => {
+      const listing = new SweepListing();
+      for (const [id, at] of rows) listing.listed(id, at);
+      return listing.stable;
+    };
+    const byIdUp: Array<[number, number]> = [
+      [1, 9],
+      [2, 3],
+      [5, 7],
+    ];
+    const byIdDown: Array<[number, number]> = [
+      [5, 3],
+      [2, 9],
+      [1, 7],
+    ];
+    const oldestFirst: Array<[number, number]> = [
+      [5, 3],
+      [1, 7],
+      [2, 7],
+      [4, 9],
+    ];
+    const newestFirst: Array<[number, number]> = [
+      [5, 9],
+      [1, 7],
+      [4, 3],
+    ];
+    const neither: Array<[number, number]> = [
+      [5, 7],
+      [1, 9],
+      [4, 3],
+    ];
+    // Newest first and by id at once (stamps following ids): it may be newest first, so it may hide a review.
+    const both: Array<[number, number]> = [
+      [5, 9],
+      [4, 7],
+      [1, 3],
+    ];
+    expect([byIdUp, byIdDown, oldestFirst, newestFirst, neither, both].map(stable)).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
+  });
+
   it('reads again from the oldest candidate: every candidate still listed, whatever it became, is in that read', () => {
     expect(confirmationSince([])).toBeNull();
     expect(confirmationSince([{ updatedDate: 500 }, { updatedDate: 120 }, { updatedDate: 300 }])).toBe(120);

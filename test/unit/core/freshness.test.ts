@@ -137,6 +137,23 @@ describe('TrailingSchedule', () => {
     expect(new TrailingSchedule([]).readSince(0)).toBe(true);
   });
 
+  it('hurry: the widest tier is due just after the time asked, until a read of it begun after that has completed', () => {
+    const s = new TrailingSchedule(tiers);
+    const widest = tiers.at(-1)!;
+    // The widest tier's read serves the narrower ones too.
+    s.completed(s.due(1_000, 1_000)!, 1_000, 1_000, 2_000);
+    expect(s.nextDueAt()).toBe(1_000 + tiers[0]!.periodMs);
+    s.hurry(5_000);
+    // Not at 5 000 itself: a read begun then does not count as one since.
+    expect(s.due(5_000, 5_000)).toBeNull();
+    const read = s.due(5_001, 5_001)!;
+    expect(read.tier).toBe(widest);
+    s.completed(read, 5_001, 5_001, 6_000);
+    expect(s.readSince(5_000)).toBe(true);
+    expect(s.due(6_000, 6_000)).toBeNull();
+    expect(s.nextDueAt(new Set(tiers.slice(0, -1).map((t) => t.index)))).toBe(5_001 + widest.periodMs);
+  });
+
   it("whatever the reads' timing, every change showing up to POLL_OVERLAP_MS late lies in the window of the next read of the widest tier", () => {
     fc.assert(
       fc.property(
