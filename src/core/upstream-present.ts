@@ -28,16 +28,20 @@
 // read finds is a sample when no poll found an on-time change since that read began: polls starved of on-time
 // changes are what a present ahead looks like, and while polls do find them the late changes trailing reads find
 // cannot drag the present (when nothing else changes, those late changes may pull it behind: the safe side).
-// Before PRESENT_MIN_SAMPLES reviews: the Date header's time (without one, local time), or the earliest the samples
-// say if that is before it. One record stamped ahead then moves nothing, and a header ahead of the data (it would
-// hide changes) is corrected by the first review sampled; a header behind is trusted until three reviews are
-// (polls read back further, and find nothing late: the safe side), not five polls as when samples were per poll
-// (date-header-apart seeds 230080, 230134, 61004: a header an hour behind made every poll read an hour back until
-// then, and deletions came late).
+// Before PRESENT_MIN_SAMPLES reviews: the earliest of the Date header's time, local time and what the samples say.
+// Three clocks kept apart (the gateway's, the bridge's, the database's) are rarely all ahead of the data, and
+// behind is the safe side: one record stamped ahead then moves nothing, a header ahead of the data (an hour, in
+// date-header-apart seed 330091: one stamp 3.7 hours ahead then carried the watermark an hour past every change,
+// and trailing reads, which read from the present, found none of them either) is not trusted, and one behind makes
+// polls re-read until three reviews are sampled, not five polls as when samples were per poll (date-header-apart
+// seeds 230080, 230134, 61004: a header an hour behind made every poll read an hour back until then, and deletions
+// came late). Local time ahead of the data (by the minutes two hosts' clocks may differ) hides changes from polls
+// for those minutes at most: trailing reads, which reach POLL_OVERLAP_MS behind the present, find them, and their
+// finds are samples then (polls found no on-time change).
 
 /** Reviews whose latest sample stands for the data's clock (a low quartile over them). */
 export const PRESENT_SAMPLES = 15;
-/** Fewer reviews sampled than this: the Date header (or local time) stands for the present, unless a sample is earlier. */
+/** Fewer reviews sampled than this: the earliest of the Date header, local time and the samples stands for the present. */
 export const PRESENT_MIN_SAMPLES = 3;
 
 /** The data clock's offset from local time, learned from the changes reads find. */
@@ -82,8 +86,8 @@ export class DataPresent {
   at(localNow: number, headerAt: number | null): number {
     const offset = this.offset();
     if (offset !== null) return localNow + offset;
-    const before = headerAt ?? localNow;
-    // Fewer reviews sampled: the earliest they say, if that is before the header (see the header comment).
+    // Fewer reviews sampled: the earliest of the header, local time and what they say (see the header comment).
+    const before = Math.min(headerAt ?? localNow, localNow);
     return this.samples.size === 0 ? before : Math.min(before, localNow + Math.min(...this.samples.values()));
   }
 

@@ -47,12 +47,13 @@ class ClockedSource extends FakeSource {
   }
 }
 
-function setup(source: FakeSource, overlapMs = 300_000, freshnessBoundMs = 0) {
+/** `start`: the local clock's time at first (a test whose data runs ahead of T sets it at least that far). */
+function setup(source: FakeSource, overlapMs = 300_000, freshnessBoundMs = 0, start = T) {
   const log: string[] = [];
   const snapshot = new FakeSnapshot(log);
   const sink = new FakeSink(log);
   const metrics = testMetrics();
-  let now = T;
+  let now = start;
   const passes = new Passes(
     {
       snapshot,
@@ -89,11 +90,12 @@ describe('polls on the data clock', () => {
       [at(page([review(1, { updated_date: dataNow - 10 })]), dataNow + 300_000)],
       dataNow + 300_000,
     );
-    const { passes, snapshot } = setup(source, 10_000);
+    const { passes, snapshot, advance } = setup(source, 10_000);
     await passes.fullScan(1, signal);
     // Not the header's time: a change stamped dataNow + 1 (after the load) would be older than that.
     expect((await snapshot.checkpoint()).watermark).toBe(dataNow - 10);
     source.pagesToServe = [at(page([review(2, { updated_date: dataNow + 1 })]), dataNow + 300_001)];
+    advance(1_000);
     await passes.incremental(1, signal);
     expect((await snapshot.checkpoint()).watermark).toBe(dataNow + 1);
   });
@@ -122,7 +124,7 @@ describe('polls on the data clock', () => {
 
   it('polls start the learned lookback and their paging time before the watermark, and learn from a late change', async () => {
     const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
-    const { passes, snapshot, metric, advance } = setup(source);
+    const { passes, snapshot, metric, advance } = setup(source, 300_000, 0, T + 120_000);
     await passes.fullScan(1, signal);
     source.requests.length = 0;
     source.pagesToServe = [page([review(5, { updated_date: T + 2_000 })])];
@@ -151,7 +153,7 @@ describe('polls on the data clock', () => {
 
   it('a change made while the last poll paged is not late: it neither counts nor grows the lookback', async () => {
     const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
-    const { passes, metric, advance } = setup(source);
+    const { passes, metric, advance } = setup(source, 300_000, 0, T + 120_000);
     await passes.fullScan(1, signal);
     // Polls that page for 800 ms; the first commits watermark T + 2000.
     source.pagesToServe = [page([review(5, { updated_date: T + 2_000 })])];
@@ -177,7 +179,7 @@ describe('polls on the data clock', () => {
       [at(page([review(1, { updated_date: T }), review(2, { updated_date: T })]), T)],
       T + 120_000,
     );
-    const { passes, metric } = setup(source);
+    const { passes, metric } = setup(source, 300_000, 0, T + 120_000);
     await passes.fullScan(1, signal);
     source.pagesToServe = [page([review(3, { updated_date: T + 60_000 })])];
     await passes.incremental(1, signal);
@@ -278,6 +280,27 @@ describe('polls on the data clock', () => {
       review(10, { updated_date: source.upstreamTime - 100 }),
     ]);
     expect(sink.events.map((e) => e.subject)).toContain('10');
+  });
+
+  it('a Date header an hour ahead and a record stamped hours ahead, before any sample, hide no later change', async () => {
+    // Date-header-apart seed 330091: the present was the header's time until samples came; one record stamped 3.7
+    // hours ahead carried the watermark an hour past every change, and no poll found one to sample again.
+    const source = new ClockedSource(
+      [at(page([review(1, { updated_date: T - 5_000 })]), T + 3_600_000)],
+      T + 3_600_000,
+    );
+    const { passes, sink, advance } = setup(source);
+    await passes.fullScan(1, signal);
+    const tick = async (reviews: Page['reviews']) => {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      source.pagesToServe = [page(reviews)];
+      await passes.incremental(1, signal);
+    };
+    const ahead = review(2, { updated_date: T + 13_300_000 });
+    await tick([ahead]);
+    await tick([ahead, review(3, { updated_date: T + 2_000 - 100 })]);
+    expect(sink.events.map((e) => e.subject)).toContain('3');
   });
 
   it('a watermark restored from ahead of the present (an earlier version committed it) is read from the present', async () => {
