@@ -69,7 +69,8 @@ export const ON_TIME_BOUND_MS = 6_000;
  * paging time before the watermark, which is at most the newest stamp they read, and at most the upstream's present
  * as the bridge learns it, never ahead of the data's clock (src/core/upstream-present.ts). Schedule seeds 943 (a
  * change shown 487 ms after its stamp, with one stamped 4 minutes ahead listed, missed: the cap was the present plus
- * the floor) and 308 (a review stamped ahead, changed three times, three of five samples of the present) broke it.
+ * the floor), 308 (a review stamped ahead, changed three times, three of five samples of the present) and 330091 of
+ * date-header-apart (a header an hour ahead was the present before any sample) broke it.
  */
 export const ON_TIME_LATENESS_MS = 500;
 /**
