@@ -368,9 +368,9 @@ describe('polls on the data clock', () => {
 
 describe('late changes are no sample of the present', () => {
   it('changes found late by polls leave the present (and the watermark) alone: each is late by what the test says', async () => {
-    // test/e2e/late-changes.test.ts in small (polls every 500 ms): once late changes were samples, the present (a
-    // low quartile) ran behind by their lateness, the watermark capped at it fell and climbed back between polls,
-    // and a change stamped 0.9 lookbacks before the watermark was not late to the poll that found it.
+    // test/e2e/late-changes.test.ts in small (polls every 500 ms). Were late changes samples, the present (a low
+    // quartile) would run behind by their lateness, and the next poll would read from there: the lateness polls
+    // measure against what they covered, and learn their lookback from, would be wrong.
     const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T)], T);
     const { passes, snapshot, metric, advance } = setup(source);
     await passes.fullScan(1, signal);
@@ -387,18 +387,55 @@ describe('late changes are no sample of the present', () => {
     // Polls that find nothing new for a few seconds: the late changes are found well after the watermark's stamp.
     for (let i = 0; i < 10; i++) await tick([]);
     let learned = (await metric('poll_lookback_seconds'))!;
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < 10; i++) {
       // 0.9 times the lookback older than the watermark, shown now.
       const late = review(10 + i, { updated_date: watermark - Math.round(900 * learned) });
       await tick([late]);
       expect(await metric('late_changes_total', 'found_by="poll"')).toBe(i + 1);
-      await tick([late]);
-      await tick([late]);
-      expect((await snapshot.checkpoint()).watermark).toBe(watermark);
       const next = (await metric('poll_lookback_seconds'))!;
       expect(next).toBeGreaterThan(learned);
       learned = next;
+      // The next poll reads from the watermark less the lookback (the fake's polls page in no time), not from a
+      // present the late change pulled back.
+      source.requests.length = 0;
+      await tick([late]);
+      expect(source.requests[0]!.updatedSince).toBe(watermark - Math.round(1_000 * learned));
+      await tick([late]);
+      expect((await snapshot.checkpoint()).watermark).toBe(watermark);
     }
+    // Ten late changes: the lookback has grown past half a minute.
+    expect(learned).toBeGreaterThan(30);
+  });
+});
+
+describe('what polls find during the initial load is no sample of the present', () => {
+  it('a review the load had not reached, stamped 11 days ago, does not hold the watermark back after the load', async () => {
+    // test/e2e/late-changes.test.ts with the ahead branch: a poll during the load found a review stamped three years
+    // before (the simulator's data), the low quartile took it, and the watermark stayed three years behind.
+    const old = T - 1_000_000_000;
+    const source = new ClockedSource(
+      [
+        at(page([review(1, { updated_date: old })], null, 'a'), T),
+        at(page([review(2, { updated_date: old + 5 })], 'a'), T),
+      ],
+      T,
+    );
+    const { passes, snapshot, advance } = setup(source);
+    const load = await passes.openFullScan(1, signal);
+    await load.step();
+    // A poll during the load lists review 3 (the load has not reached it): created as the load would.
+    source.pagesToServe = [page([review(3, { updated_date: old + 10 })])];
+    advance(1_000);
+    source.upstreamTime += 1_000;
+    await passes.incremental(1, signal);
+    while (await load.step());
+    // An ordinary change after the load: the watermark goes to it.
+    advance(1_000);
+    source.upstreamTime += 1_000;
+    const stamp = T + 2_000 - 100;
+    source.pagesToServe = [page([review(4, { updated_date: stamp })])];
+    await passes.incremental(1, signal);
+    expect((await snapshot.checkpoint()).watermark).toBe(stamp);
   });
 });
 
