@@ -13,9 +13,11 @@
 // - late-visible (a long transaction commits a change stamped when it began, seconds or minutes ago): behind by
 //   its lateness. Counted, these drag the present behind by that lateness: the watermark, capped at it, then sits
 //   below what polls covered and climbs with local time between polls, so the lateness polls measure (and learn
-//   their lookback from) is wrong, and polls read back minutes (test/e2e/late-changes.test.ts failed both its tests
-//   when they counted). So a poll's newest change is a sample only when it was not late by the poll's own measure
-//   (at or past lateBefore), and what trailing reads find (late, or the polls would have found it) only as below;
+//   their lookback from) is wrong, and polls read back minutes. So a poll's newest change is a sample only when it
+//   was not late by the poll's own measure (at or past lateBefore), and what trailing reads find (late, or the
+//   polls would have found it) only as below. Nor is what a poll finds during the initial load (reviews the load
+//   has not reached, stamped years ago): one such sample held the present three years behind, and
+//   test/e2e/late-changes.test.ts failed both its tests (the branch `ahead`, reverted in 17f6f69);
 // - stamped ahead: ahead by any amount, and one review changed again keeps its stamps ahead (each a ms past the
 //   last). So samples are per review (its latest), and the estimate is the low quartile over the last
 //   PRESENT_SAMPLES reviews: reviews stamped ahead move it only if they are three quarters of those sampled, and one
