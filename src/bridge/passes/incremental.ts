@@ -48,7 +48,14 @@ export async function runIncrementalPoll(
       ctx.polls.lookback.observe(lateness, now);
       if (lateness > 0) ctx.metrics.setLatenessSeen('poll', lateness);
     }
-    if (summary.newestChange != null) ctx.polls.present.observe(summary.newestChange, startedAt);
+    // The data's clock, from the newest change found unless it was late (src/core/upstream-present.ts: late ones
+    // would drag the present, and the watermark capped at it, behind what polls covered). Not during the initial
+    // load: what polls find then are reviews it has not reached, old ones too, not changes.
+    ctx.polls.loaded = learns;
+    const newest = summary.newestChange;
+    if (learns && newest != null && newest >= lateBefore) {
+      ctx.polls.present.observe(newest, now, summary.newestChangeOf);
+    }
     ctx.polls.read(summary.reviews, watermark - ctx.polls.since(covered, startedAt));
     // The density just read prices the trailing tiers' shares; the bounds they hold show after every poll.
     ctx.polls.allotTrailing(now);

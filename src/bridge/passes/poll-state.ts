@@ -52,6 +52,11 @@ export class PollState {
   private covered: number | null = null;
   /** Local time the last committed poll began (null before the first). */
   private lastStartedAt: number | null = null;
+  /**
+   * Whether the last poll ran after the initial load: before, what reads find are reviews the load has not reached
+   * (old ones too), not changes, and no sample of the upstream's present.
+   */
+  loaded = false;
   /** Whether the polls have been taking longer than their interval (one log line per episode). */
   overrunning = false;
   /** Whether the trailing reads have been missing their bound (one log line per episode). */
@@ -68,17 +73,17 @@ export class PollState {
   }
 
   /**
-   * The upstream's present at local time `now` plus the lookback's floor: no watermark passes it, and polls and
-   * trailing reads start from no later (a watermark committed further ahead, by an earlier version or a restore of
-   * its checkpoint, is not trusted). `headerAt`: the Date header's time then (null: none seen).
+   * The upstream's present at local time `now`: no watermark passes it, and polls and trailing reads start from no
+   * later (a watermark committed further ahead, by an earlier version or a restore of its checkpoint, is not
+   * trusted). `headerAt`: the Date header's time then (null: none seen).
    */
   presentCap(now: number, headerAt: number | null): number {
-    return this.present.at(now, headerAt) + this.settings.floorMs;
+    return this.present.at(now, headerAt);
   }
 
   /** The watermark a read that saw updated_dates up to `maxSeen` may commit (see cappedWatermark). */
   watermarkOf(maxSeen: number, now: number, headerAt: number | null): number {
-    return cappedWatermark(maxSeen, this.present.at(now, headerAt), this.settings.floorMs);
+    return cappedWatermark(maxSeen, this.present.at(now, headerAt));
   }
 
   /**

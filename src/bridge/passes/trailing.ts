@@ -74,6 +74,13 @@ export async function openTrailingRead(
           return true;
         }
         await run.settle();
+        // What it found stands for the data's clock only while polls find no on-time change: a present learned too
+        // far ahead hides changes from polls, and only what trailing reads find brings it back
+        // (src/core/upstream-present.ts).
+        const { newestChange, newestChangeOf } = run.summary;
+        if (polls.loaded && newestChange != null) {
+          polls.present.observeTrailing(newestChange, startedAt, ctx.clock(), newestChangeOf);
+        }
         finished(ctx, pipeline, read, { startedAt, present, missedBefore });
         run.end('ok');
         return false;

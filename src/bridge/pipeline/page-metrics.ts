@@ -25,7 +25,10 @@ export function recordPage(
       if (event.type === 'review.updated') continue;
       const date = event.data.review.updated_date;
       if (summary.oldestChange == null || date < summary.oldestChange) summary.oldestChange = date;
-      if (summary.newestChange == null || date > summary.newestChange) summary.newestChange = date;
+      if (summary.newestChange == null || date > summary.newestChange) {
+        summary.newestChange = date;
+        summary.newestChangeOf = event.subject;
+      }
     }
   }
   metrics.reviewsProcessed(pass, page.reviews.length);

@@ -113,6 +113,8 @@ export interface PassSummary {
   oldestChange?: number | null;
   /** The newest updated_date of a creation or status change committed (the data's clock, src/core/upstream-present.ts). */
   newestChange?: number | null;
+  /** The review (event subject) newestChange is of: one review changed again and again is one sample of the present. */
+  newestChangeOf?: string | null;
 }
 
 /** How a page is committed. */

@@ -279,7 +279,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
     edits: [
       {
         file: 'src/core/upstream-present.ts',
-        from: 'return Math.min(maxSeen, present + slackMs);',
+        from: 'return Math.min(maxSeen, present);',
         to: 'return maxSeen;',
       },
     ],

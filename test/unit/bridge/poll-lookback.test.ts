@@ -47,12 +47,13 @@ class ClockedSource extends FakeSource {
   }
 }
 
-function setup(source: FakeSource, overlapMs = 300_000, freshnessBoundMs = 0) {
+/** `start`: the local clock's time at first (a test whose data runs ahead of T sets it at least that far). */
+function setup(source: FakeSource, overlapMs = 300_000, freshnessBoundMs = 0, start = T) {
   const log: string[] = [];
   const snapshot = new FakeSnapshot(log);
   const sink = new FakeSink(log);
   const metrics = testMetrics();
-  let now = T;
+  let now = start;
   const passes = new Passes(
     {
       snapshot,
@@ -89,22 +90,23 @@ describe('polls on the data clock', () => {
       [at(page([review(1, { updated_date: dataNow - 10 })]), dataNow + 300_000)],
       dataNow + 300_000,
     );
-    const { passes, snapshot } = setup(source, 10_000);
+    const { passes, snapshot, advance } = setup(source, 10_000);
     await passes.fullScan(1, signal);
     // Not the header's time: a change stamped dataNow + 1 (after the load) would be older than that.
     expect((await snapshot.checkpoint()).watermark).toBe(dataNow - 10);
     source.pagesToServe = [at(page([review(2, { updated_date: dataNow + 1 })]), dataNow + 300_001)];
+    advance(1_000);
     await passes.incremental(1, signal);
     expect((await snapshot.checkpoint()).watermark).toBe(dataNow + 1);
   });
 
-  it('a header 5 minutes behind the data caps the watermark at its time + the lookback floor, never raises it', async () => {
+  it('a header 5 minutes behind the data caps the watermark at its time, never raises it', async () => {
     const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T - 300_000)], T - 300_000);
     const { passes, snapshot } = setup(source, 10_000);
     await passes.fullScan(1, signal);
-    // The data runs 5 minutes ahead and no poll has learned its clock yet: the watermark stays the floor (1 s) past
-    // the header: read again, never lost.
-    expect((await snapshot.checkpoint()).watermark).toBe(T - 299_000);
+    // The data runs 5 minutes ahead and no poll has learned its clock yet: the watermark stays at the header's time:
+    // read again, never lost.
+    expect((await snapshot.checkpoint()).watermark).toBe(T - 300_000);
   });
 
   it('the initial load finds a recent change when its first page is old, so polls do not read the account again', async () => {
@@ -122,7 +124,7 @@ describe('polls on the data clock', () => {
 
   it('polls start the learned lookback and their paging time before the watermark, and learn from a late change', async () => {
     const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
-    const { passes, snapshot, metric, advance } = setup(source);
+    const { passes, snapshot, metric, advance } = setup(source, 300_000, 0, T + 120_000);
     await passes.fullScan(1, signal);
     source.requests.length = 0;
     source.pagesToServe = [page([review(5, { updated_date: T + 2_000 })])];
@@ -151,19 +153,22 @@ describe('polls on the data clock', () => {
 
   it('a change made while the last poll paged is not late: it neither counts nor grows the lookback', async () => {
     const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
-    const { passes, metric, advance } = setup(source);
+    const { passes, metric, advance } = setup(source, 300_000, 0, T + 120_000);
     await passes.fullScan(1, signal);
     // Polls that page for 800 ms; the first commits watermark T + 2000.
     source.pagesToServe = [page([review(5, { updated_date: T + 2_000 })])];
     source.onPage = () => advance(800);
     await passes.incremental(1, signal);
-    // Review 6 changed while that poll paged, behind its cursor: 500 ms older than its watermark, not late.
+    // Review 6 changed while that poll paged, behind its cursor: 500 ms older than its watermark, not late. The
+    // next poll is an interval later (the present it learns from review 6 stays past that watermark).
     source.pagesToServe = [page([review(6, { updated_date: T + 1_500 })])];
+    advance(1_000);
     await passes.incremental(1, signal);
     expect((await metric('late_changes_total', 'found_by="poll"')) ?? 0).toBe(0);
     expect(await metric('poll_lookback_seconds')).toBe(1);
     // One 700 ms older than the watermark less that paging time was late.
     source.pagesToServe = [page([review(7, { updated_date: T + 2_000 - 800 - 700 })])];
+    advance(1_000);
     await passes.incremental(1, signal);
     expect(await metric('late_changes_total', 'found_by="poll"')).toBe(1);
     expect(await metric('poll_lookback_seconds')).toBe(1.4);
@@ -174,7 +179,7 @@ describe('polls on the data clock', () => {
       [at(page([review(1, { updated_date: T }), review(2, { updated_date: T })]), T)],
       T + 120_000,
     );
-    const { passes, metric } = setup(source);
+    const { passes, metric } = setup(source, 300_000, 0, T + 120_000);
     await passes.fullScan(1, signal);
     source.pagesToServe = [page([review(3, { updated_date: T + 60_000 })])];
     await passes.incremental(1, signal);
@@ -208,8 +213,8 @@ describe('polls on the data clock', () => {
     await passes.fullScan(1, signal);
     source.pagesToServe = [page([review(2, { updated_date: T + 240_000 })])];
     await passes.incremental(1, signal);
-    // The watermark stays at the upstream's present (its Date header) plus the lookback floor.
-    expect((await snapshot.checkpoint()).watermark).toBe(T + 1_000);
+    // The watermark stays at the upstream's present (its Date header).
+    expect((await snapshot.checkpoint()).watermark).toBe(T);
     for (let i = 3; i < 8; i++) {
       advance(1_000);
       source.upstreamTime += 1_000;
@@ -218,8 +223,84 @@ describe('polls on the data clock', () => {
       ];
       await passes.incremental(1, signal);
       expect(sink.events.map((e) => e.subject)).toContain(String(i));
-      expect((await snapshot.checkpoint()).watermark).toBeLessThanOrEqual(source.upstreamTime + 1_000);
+      expect((await snapshot.checkpoint()).watermark).toBeLessThanOrEqual(source.upstreamTime);
     }
+  });
+
+  it('with a stamp ahead listed, a change stamped just before a poll began and shown after it read is read next', async () => {
+    // Schedule seed 943: the watermark capped a floor past the present started the next poll at this one's start.
+    const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T)], T);
+    const { passes, sink, advance } = setup(source);
+    await passes.fullScan(1, signal);
+    // The poll begins at T, reads a record stamped 4 minutes ahead and pages 300 ms.
+    source.pagesToServe = [page([review(2, { updated_date: T + 240_000 })])];
+    source.onPage = () => {
+      advance(300);
+      source.upstreamTime += 300;
+    };
+    await passes.incremental(1, signal);
+    source.onPage = () => undefined;
+    // Review 3 was stamped 200 ms before that poll began and shows 487 ms after its stamp: after the poll's page.
+    advance(1_000);
+    source.upstreamTime += 1_000;
+    source.pagesToServe = [page([review(2, { updated_date: T + 240_000 }), review(3, { updated_date: T - 200 })])];
+    await passes.incremental(1, signal);
+    expect(sink.events.map((e) => e.subject)).toContain('3');
+  });
+
+  it('a review stamped ahead and changed by three polls moves the present no further than the others show', async () => {
+    // Schedule seed 308: its stamps stay ahead (each a ms past the last) and were three of five samples.
+    const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T)], T);
+    const { passes, sink, advance } = setup(source);
+    await passes.fullScan(1, signal);
+    const ahead = T + 3 * 3_600_000;
+    const step = async (reviews: Page['reviews']) => {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      source.pagesToServe = [page(reviews)];
+      await passes.incremental(1, signal);
+    };
+    for (let i = 0; i < 3; i++) {
+      await step([
+        review(7, { updated_date: ahead + i, client_publication_status: ['APPROVED', 'REJECTED', 'PENDING'][i]! }),
+      ]);
+    }
+    await step([
+      review(7, { updated_date: ahead + 2, client_publication_status: 'PENDING' }),
+      review(8, { updated_date: source.upstreamTime - 100 }),
+    ]);
+    await step([
+      review(7, { updated_date: ahead + 2, client_publication_status: 'PENDING' }),
+      review(9, { updated_date: source.upstreamTime - 100 }),
+    ]);
+    // Five polls found changes, three of them on review 7: three reviews sampled, and the present is still the
+    // header's. A change made now is read by the next poll.
+    await step([
+      review(7, { updated_date: ahead + 2, client_publication_status: 'PENDING' }),
+      review(10, { updated_date: source.upstreamTime - 100 }),
+    ]);
+    expect(sink.events.map((e) => e.subject)).toContain('10');
+  });
+
+  it('a Date header an hour ahead and a record stamped hours ahead, before any sample, hide no later change', async () => {
+    // Date-header-apart seed 330091: the present was the header's time until samples came; one record stamped 3.7
+    // hours ahead carried the watermark an hour past every change, and no poll found one to sample again.
+    const source = new ClockedSource(
+      [at(page([review(1, { updated_date: T - 5_000 })]), T + 3_600_000)],
+      T + 3_600_000,
+    );
+    const { passes, sink, advance } = setup(source);
+    await passes.fullScan(1, signal);
+    const tick = async (reviews: Page['reviews']) => {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      source.pagesToServe = [page(reviews)];
+      await passes.incremental(1, signal);
+    };
+    const ahead = review(2, { updated_date: T + 13_300_000 });
+    await tick([ahead]);
+    await tick([ahead, review(3, { updated_date: T + 2_000 - 100 })]);
+    expect(sink.events.map((e) => e.subject)).toContain('3');
   });
 
   it('a watermark restored from ahead of the present (an earlier version committed it) is read from the present', async () => {
@@ -230,7 +311,7 @@ describe('polls on the data clock', () => {
     const { passes, snapshot, sink } = setup(source);
     // No Date header on the load's page: the cap is the upstream's time as the source knows it (T).
     await passes.fullScan(1, signal);
-    expect((await snapshot.checkpoint()).watermark).toBe(T + 1_000);
+    expect((await snapshot.checkpoint()).watermark).toBe(T);
     // As a checkpoint an earlier version committed (restored from the changelog): 23 hours ahead.
     snapshot.ckpt.watermark = T + 23 * 3_600_000;
     source.requests.length = 0;
@@ -282,6 +363,112 @@ describe('polls on the data clock', () => {
     // its stamp: at least that late. The lookback learns it (twice), so polls now read such changes themselves.
     expect(await metric('lateness_seen_seconds', 'found_by="trailing_2"')).toBe(12.9);
     expect(await metric('poll_lookback_seconds')).toBe(25.8);
+  });
+});
+
+describe('late changes are no sample of the present', () => {
+  it('changes found late by polls leave the present (and the watermark) alone: each is late by what the test says', async () => {
+    // test/e2e/late-changes.test.ts in small (polls every 500 ms). Were late changes samples, the present (a low
+    // quartile) would run behind by their lateness, and the next poll would read from there: the lateness polls
+    // measure against what they covered, and learn their lookback from, would be wrong.
+    const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T)], T);
+    const { passes, snapshot, metric, advance } = setup(source);
+    await passes.fullScan(1, signal);
+    const tick = async (reviews: Page['reviews']) => {
+      advance(500);
+      source.upstreamTime += 500;
+      source.pagesToServe = [page(reviews)];
+      await passes.incremental(1, signal);
+    };
+    // Three ordinary changes: the present is learned, the watermark is on the last.
+    for (let i = 2; i <= 4; i++) await tick([review(i, { updated_date: source.upstreamTime + 500 - 100 })]);
+    const watermark = (await snapshot.checkpoint()).watermark!;
+    expect(watermark).toBe(source.upstreamTime - 100);
+    // Polls that find nothing new for a few seconds: the late changes are found well after the watermark's stamp.
+    for (let i = 0; i < 10; i++) await tick([]);
+    let learned = (await metric('poll_lookback_seconds'))!;
+    for (let i = 0; i < 10; i++) {
+      // 0.9 times the lookback older than the watermark, shown now.
+      const late = review(10 + i, { updated_date: watermark - Math.round(900 * learned) });
+      await tick([late]);
+      expect(await metric('late_changes_total', 'found_by="poll"')).toBe(i + 1);
+      const next = (await metric('poll_lookback_seconds'))!;
+      expect(next).toBeGreaterThan(learned);
+      learned = next;
+      // The next poll reads from the watermark less the lookback (the fake's polls page in no time), not from a
+      // present the late change pulled back.
+      source.requests.length = 0;
+      await tick([late]);
+      expect(source.requests[0]!.updatedSince).toBe(watermark - Math.round(1_000 * learned));
+      await tick([late]);
+      expect((await snapshot.checkpoint()).watermark).toBe(watermark);
+    }
+    // Ten late changes: the lookback has grown past half a minute.
+    expect(learned).toBeGreaterThan(30);
+  });
+});
+
+describe('what polls find during the initial load is no sample of the present', () => {
+  it('a review the load had not reached, stamped 11 days ago, does not hold the watermark back after the load', async () => {
+    // test/e2e/late-changes.test.ts with the ahead branch: a poll during the load found a review stamped three years
+    // before (the simulator's data), the low quartile took it, and the watermark stayed three years behind.
+    const old = T - 1_000_000_000;
+    const source = new ClockedSource(
+      [
+        at(page([review(1, { updated_date: old })], null, 'a'), T),
+        at(page([review(2, { updated_date: old + 5 })], 'a'), T),
+      ],
+      T,
+    );
+    const { passes, snapshot, advance } = setup(source);
+    const load = await passes.openFullScan(1, signal);
+    await load.step();
+    // A poll during the load lists review 3 (the load has not reached it): created as the load would.
+    source.pagesToServe = [page([review(3, { updated_date: old + 10 })])];
+    advance(1_000);
+    source.upstreamTime += 1_000;
+    await passes.incremental(1, signal);
+    while (await load.step());
+    // An ordinary change after the load: the watermark goes to it.
+    advance(1_000);
+    source.upstreamTime += 1_000;
+    const stamp = T + 2_000 - 100;
+    source.pagesToServe = [page([review(4, { updated_date: stamp })])];
+    await passes.incremental(1, signal);
+    expect((await snapshot.checkpoint()).watermark).toBe(stamp);
+  });
+});
+
+describe('the present learned from trailing reads too', () => {
+  it('a present learned ahead (the first reviews sampled all stamped ahead) comes back by what trailing reads find', async () => {
+    // Schedule seed 330136 of date-header-apart: seven reviews, most stamped ahead; the present learned ran 10
+    // minutes ahead and hid every change from polls, which then gave it no sample to correct it.
+    const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T)], T);
+    const { passes, sink, advance } = setup(source, 300_000, 30_000);
+    await passes.fullScan(1, signal);
+    const trail = async () => {
+      const read = await passes.openTrailing(1, signal);
+      if (read) while (await read.step());
+    };
+    const tick = async (reviews: Page['reviews']) => {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      source.pagesToServe = [page(reviews)];
+      await passes.incremental(1, signal);
+    };
+    const ahead = [10, 11, 12].map((id) => review(id, { updated_date: T + 120_000 + id }));
+    for (let i = 1; i <= 3; i++) await tick(ahead.slice(0, i));
+    // Three reviews sampled, all ahead: the next poll commits a watermark two minutes ahead.
+    await tick(ahead);
+    // Polls pass ordinary changes by; trailing reads find them.
+    for (let i = 0; i < 5; i++) {
+      await tick([...ahead, review(20 + i, { updated_date: source.upstreamTime - 100 })]);
+      await trail();
+    }
+    expect(sink.events.map((e) => e.subject)).toContain('20');
+    // Now a change is the next poll's again.
+    await tick([...ahead, review(30, { updated_date: source.upstreamTime - 100 })]);
+    expect(sink.events.map((e) => e.subject)).toContain('30');
   });
 });
 

@@ -9,48 +9,123 @@ import { cappedWatermark, DataPresent, PRESENT_MIN_SAMPLES } from '../../../src/
 const DEFAULTS = { overlapMs: 300_000, boundMs: 30_000, pollIntervalMs: 1_000 };
 
 describe('cappedWatermark and DataPresent', () => {
-  it("a record stamped 4 minutes or 23 hours ahead moves the watermark no further than the present's slack", () => {
+  it('a record stamped 4 minutes or 23 hours ahead moves the watermark no further than the present', () => {
     const present = 1_000_000;
-    expect(cappedWatermark(present + 240_000, present, 1_000)).toBe(present + 1_000);
-    expect(cappedWatermark(present + 23 * 3_600_000, present, 1_000)).toBe(present + 1_000);
-    expect(cappedWatermark(present - 5, present, 1_000)).toBe(present - 5);
+    expect(cappedWatermark(present + 240_000, present)).toBe(present);
+    expect(cappedWatermark(present + 23 * 3_600_000, present)).toBe(present);
+    expect(cappedWatermark(present - 5, present)).toBe(present - 5);
     fc.assert(
-      fc.property(fc.nat(), fc.nat(), fc.nat({ max: 10_000 }), (max, now, slack) => {
-        const w = cappedWatermark(max, now, slack);
+      fc.property(fc.nat(), fc.nat(), (max, now) => {
+        const w = cappedWatermark(max, now);
         expect(w).toBeLessThanOrEqual(max);
-        expect(w).toBeLessThanOrEqual(now + slack);
+        expect(w).toBeLessThanOrEqual(now);
       }),
     );
   });
 
-  it('is the Date header (else local time) until enough polls found changes, then the median data offset', () => {
+  it('is the earliest of the Date header, local time and the samples until three reviews changed, then the low quartile', () => {
     const p = new DataPresent();
     expect(p.at(10_000, null)).toBe(10_000);
-    expect(p.at(10_000, 70_000)).toBe(70_000);
-    // The data runs 5 minutes ahead of local time (and of the header); one poll's newest change is 4 minutes further.
-    for (let i = 0; i < PRESENT_MIN_SAMPLES - 1; i++) p.observe(i * 1_000 + 300_000 - 200, i * 1_000);
+    expect(p.at(10_000, 70_000)).toBe(10_000);
+    expect(p.at(10_000, 4_000)).toBe(4_000);
+    // The data runs 5 minutes ahead of local time (and of the header); one review's change is 4 minutes further.
+    p.observe(300_000 - 200, 0, '1');
+    p.observe(240_000 + 300_000 + 1_000, 1_000, 'ahead');
     expect(p.offset()).toBeNull();
-    p.observe(240_000 + 300_000 + 5_000, 5_000);
+    expect(p.at(10_000, 70_000)).toBe(10_000);
+    p.observe(2_000 + 300_000 - 100, 2_000, '2');
     expect(p.offset()).toBe(299_800);
     expect(p.at(10_000, 70_000)).toBe(309_800);
+    expect(PRESENT_MIN_SAMPLES).toBe(3);
   });
 
-  it('no single poll moves the learned present, whatever it found', () => {
+  it('one review stamped ahead and changed again and again (each stamp a ms past the last) is one sample', () => {
+    // Schedule seed 308: per poll, three of five samples were one review's, and the present ran hours ahead.
+    const p = new DataPresent();
+    // Local time is the data's; review 7 is stamped 3 hours ahead and changes in three polls.
+    for (let i = 0; i < 3; i++) p.observe(10_800_000 + i, i * 2_000, '7');
+    p.observe(6_000 - 300, 6_000, '1');
+    expect(p.at(9_000, 9_000)).toBe(9_000 - 300);
+    p.observe(8_000 - 100, 8_000, '2');
+    expect(p.offset()).toBe(-300);
+    p.observe(10_000 - 200, 10_000, '3');
+    expect(p.offset()).toBe(-300);
+    expect(p.at(13_000, 13_000)).toBeLessThanOrEqual(13_000);
+  });
+
+  it('a Date header an hour ahead is not trusted, one an hour behind until three reviews are sampled', () => {
+    // Date-header-apart: seed 330091 (a header an hour ahead; one stamp ahead then carried the watermark past every
+    // change), seeds 230080, 230134, 61004 (one an hour behind: polls read an hour back until five polls sampled).
+    const ahead = new DataPresent();
+    const later = (local: number) => local + 3_600_000;
+    expect(ahead.at(500, later(500))).toBe(500);
+    ahead.observe(1_000 - 200, 1_000, '1');
+    expect(ahead.at(2_000, later(2_000))).toBe(2_000 - 200);
+    // One stamped ahead cannot raise the earliest.
+    ahead.observe(3_000 + 240_000, 3_000, 'ahead');
+    expect(ahead.at(4_000, later(4_000))).toBe(4_000 - 200);
+    const behind = new DataPresent();
+    const earlier = (local: number) => local - 3_600_000;
+    behind.observe(1_000 - 200, 1_000, '1');
+    behind.observe(3_000 + 240_000, 3_000, 'ahead');
+    expect(behind.at(4_000, earlier(4_000))).toBe(earlier(4_000));
+    behind.observe(5_000 - 100, 5_000, '3');
+    expect(behind.at(6_000, earlier(6_000))).toBe(6_000 - 200);
+  });
+
+  it('is never ahead of the data clock while reviews stamped ahead are under three quarters of those sampled', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ ahead: fc.boolean(), by: fc.integer({ min: 0, max: 1e9 }) }), { maxLength: 40 }),
+        (changes) => {
+          const p = new DataPresent();
+          // Local time is the data's; each change is its own review's, found by the poll ending 1 s later.
+          changes.forEach((c, i) =>
+            p.observe(c.ahead ? i * 1_000 + 1 + c.by : i * 1_000 - c.by, i * 1_000 + 1_000, String(i)),
+          );
+          const recent = changes.slice(-15);
+          const ahead = recent.filter((c) => c.ahead).length;
+          if (recent.length < 3 || recent.length - ahead > Math.floor((recent.length - 1) / 4)) {
+            expect(p.at(changes.length * 1_000, changes.length * 1_000)).toBeLessThanOrEqual(changes.length * 1_000);
+          }
+        },
+      ),
+    );
+  });
+
+  it('no single review moves the learned present, whatever it showed', () => {
     fc.assert(
       fc.property(
         fc.array(fc.integer({ min: -1_000, max: 0 }), { minLength: 14, maxLength: 14 }),
         fc.integer(),
         (o, x) => {
           const p = new DataPresent();
-          o.forEach((offset, i) => p.observe(i + offset, i));
-          const before = p.offset()!;
-          p.observe(x, 0);
-          // One outlier among 15 shifts the median by at most one rank among the others.
+          o.forEach((offset, i) => p.observe(i + offset, i, String(i)));
+          p.observe(x, 0, 'outlier');
+          // One outlier among 15 moves the low quartile by at most one rank among the others.
           expect(p.offset()!).toBeGreaterThanOrEqual(-1_000);
-          expect(p.offset()!).toBeLessThanOrEqual(Math.max(0, before + 1_000));
+          expect(p.offset()!).toBeLessThanOrEqual(0);
         },
       ),
     );
+  });
+
+  it('what trailing reads find is a sample only while polls find no on-time change (a present learned ahead)', () => {
+    // Date-header-apart seed 330136: the first three reviews sampled were stamped 10 minutes ahead; polls then
+    // found no change (the watermark passed them all) and only trailing reads could bring the present back.
+    const p = new DataPresent();
+    for (let i = 0; i < 3; i++) p.observe(600_000 + i * 1_000, i * 1_000 + 1_000, `ahead${i}`);
+    expect(p.offset()).toBeGreaterThan(590_000);
+    // Trailing reads that began after the last on-time poll sample: their finds count.
+    for (let i = 0; i < 3; i++) {
+      const t = 10_000 + i * 5_000;
+      expect(p.observeTrailing(t - 2_000, t, t + 500, `found${i}`)).toBe(true);
+    }
+    expect(p.offset()!).toBeLessThanOrEqual(0);
+    // Polls find on-time changes again: a trailing read spanning one of them finds only late changes, not counted.
+    p.observe(30_000 - 100, 30_000, 'ontime');
+    expect(p.observeTrailing(30_000 - 120_000, 29_000, 31_000, 'late')).toBe(false);
+    expect(p.offset()!).toBeGreaterThanOrEqual(-2_500);
   });
 });
 
