@@ -46,7 +46,7 @@ export class CheckpointStore {
    * The current checkpoint, confirmed by the replicas: a pass resumes only from a state a failover cannot undo
    * (after a commit whose acknowledgement timed out, this read waits for it again or fails).
    */
-  async checkpoint(live = false): Promise<Checkpoint> {
+  async checkpoint(live = false, sealed = false): Promise<Checkpoint> {
     const [h, epoch, listed] = (await durably(this.redis, (p) => {
       p.hgetall(this.keys.checkpoint);
       if (live) p.exists(this.keys.epoch).hexists(this.keys.manifest, 'v');
@@ -57,6 +57,14 @@ export class CheckpointStore {
     if (live && (h[MARKER] !== undefined) !== (listed === 1)) {
       const gone = listed === 1 ? 'the checkpoint' : 'the bucket manifest';
       throw new SnapshotLostError(`LOST-PART: ${gone} of the account vanished from Redis`, true);
+    }
+    // Both gone with the epoch kept (a superseded leader's restore cleared them, whose clear no fence stops) read
+    // as an account never run: a leadership that sealed the account knows better.
+    if (live && sealed && h[MARKER] === undefined) {
+      throw new SnapshotLostError(
+        'LOST-PART: the checkpoint and the bucket manifest of the account vanished from Redis',
+        true,
+      );
     }
     const sweepKind = h.sweep_kind === 'initial' || h.sweep_kind === 'sweep' ? h.sweep_kind : null;
     return {

@@ -105,6 +105,12 @@ export class SimRedisServer implements ScriptData {
    * away there, as an eviction or a deletion by hand between a page's read and its commit would.
    */
   beforeCommit: ((bucketKeys: string[]) => void) | null = null;
+  /**
+   * Called when a replica's command (or pipeline) is due, before it runs and before a freeze is waited out: a fault
+   * may freeze the replica there (freeze-in-restore).
+   */
+  beforeCommand: ((actor: Actor, commands: ReadonlyArray<readonly [name: string, args: unknown[]]>) => void) | null =
+    null;
 
   constructor(private readonly clock: () => number) {}
 
@@ -393,6 +399,29 @@ export class SimRedisServer implements ScriptData {
     if (n === 0) return 0;
     const back = this.history[this.history.length - n]!;
     this.history.splice(this.history.length - n);
+    this.goBackTo(back, keep);
+    return n;
+  }
+
+  /** A copy of every key and its expiry now (what a replica far behind, or a backup, would hold later). */
+  copy(): { data: Map<string, RedisValue>; expires: Map<string, number> } {
+    return this.copyOf(this);
+  }
+
+  /** Redis back to a copy taken earlier (a failover to a replica far behind, a backup restored); see failover. */
+  rollBack(to: { data: Map<string, RedisValue>; expires: Map<string, number> }, keep: RegExp | null): void {
+    const back = this.copyOf(to);
+    this.history = [];
+    this.goBackTo(back, keep);
+  }
+
+  private copyOf(from: { data: Map<string, RedisValue>; expires: Map<string, number> }) {
+    const data = new Map<string, RedisValue>();
+    for (const [k, v] of from.data) data.set(k, copyValue(v));
+    return { data, expires: new Map(from.expires) };
+  }
+
+  private goBackTo(back: { data: Map<string, RedisValue>; expires: Map<string, number> }, keep: RegExp | null): void {
     if (keep) {
       for (const k of back.data.keys()) if (keep.test(k) && !this.data.has(k)) back.data.delete(k);
       for (const [k, v] of this.data) {
@@ -405,7 +434,6 @@ export class SimRedisServer implements ScriptData {
     }
     this.data = back.data;
     this.expires = back.expires;
-    return n;
   }
 }
 
@@ -430,14 +458,17 @@ class SimPipeline {
 
   exec(): Promise<[Error | null, unknown][]> {
     const queue = this.queue.splice(0);
-    return this.client.call(`redis ${queue.map(([n]) => n).join(',')}`, () =>
-      queue.map(([name, args]): [Error | null, unknown] => {
-        try {
-          return [null, this.client.server.run(name, args)];
-        } catch (err) {
-          return [err as Error, null];
-        }
-      }),
+    return this.client.call(
+      `redis ${queue.map(([n]) => n).join(',')}`,
+      () =>
+        queue.map(([name, args]): [Error | null, unknown] => {
+          try {
+            return [null, this.client.server.run(name, args)];
+          } catch (err) {
+            return [err as Error, null];
+          }
+        }),
+      queue,
     );
   }
 }
@@ -454,7 +485,8 @@ export class SimRedisClient {
     return new Proxy(this, {
       get: (target, prop, receiver) => {
         if (prop in target || typeof prop !== 'string' || prop === 'then') return Reflect.get(target, prop, receiver);
-        return (...args: unknown[]) => target.call(`redis ${prop}`, () => target.server.run(prop, args));
+        return (...args: unknown[]) =>
+          target.call(`redis ${prop}`, () => target.server.run(prop, args), [[prop, args]]);
       },
     });
   }
@@ -463,20 +495,26 @@ export class SimRedisClient {
    * One round trip: a step of the replica running `fn` on the server. A lost reply (LostReplies) is resent as ioredis
    * does (the command may run twice) or fails the call as a broken connection does, once the client gives up.
    */
-  async call<T>(label: string, fn: () => T): Promise<T> {
+  async call<T>(label: string, fn: () => T, commands: readonly Command[] = []): Promise<T> {
     const lost: { as: LostReplies | null } = { as: null };
-    const result = await this.world.step(this.actor, label, () => {
-      lost.as = this.server.takeLostReply();
-      if (lost.as === null) return fn();
-      if (lost.as.ran) {
-        try {
-          fn();
-        } catch {
-          // The reply, an error or not, is lost with the connection.
+    const before = (): void => this.server.beforeCommand?.(this.actor, commands);
+    const result = await this.world.step(
+      this.actor,
+      label,
+      () => {
+        lost.as = this.server.takeLostReply();
+        if (lost.as === null) return fn();
+        if (lost.as.ran) {
+          try {
+            fn();
+          } catch {
+            // The reply, an error or not, is lost with the connection.
+          }
         }
-      }
-      return undefined as T;
-    });
+        return undefined as T;
+      },
+      before,
+    );
     const as = lost.as as LostReplies | null;
     if (as === null) return result;
     if (as.resend) return this.world.step(this.actor, `${label} resent`, fn);

@@ -1,11 +1,13 @@
 import fc from 'fast-check';
 import type { Review } from '../../src/core/review.js';
+import { accountKeys } from '../../src/redis/connection.js';
+import { RESTORING } from '../../src/redis/snapshot-restore.js';
 import { checkDeployment, type CheckStats, type Violation, type Window } from './checker.js';
 import { VirtualClock } from './clock.js';
 import { Deployment, SIM_ENV, type PortWrappers } from './deployment.js';
 import { DELETE_RETENTION_MS, SimKafka } from './kafka.js';
 import { MUTANTS } from './mutants.js';
-import { DEFAULT_FAULTS, planArb, QUIET_TAIL_MS, type Change, type FaultClass, type Plan } from './plan.js';
+import { DEFAULT_FAULTS, planArb, QUIET_TAIL_MS, type Change, type Fault, type FaultClass, type Plan } from './plan.js';
 import { SimRedisServer } from './redis.js';
 import { SimUpstream } from './upstream.js';
 import { World, type TraceLine } from './world.js';
@@ -256,6 +258,13 @@ export async function runSchedule(
   kafka.onDelayedCommit = (delayMs) => {
     disturbed.push({ from: clock.now(), to: clock.now() + delayMs + TXN_TIMEOUT_MS });
   };
+  // freeze-in-restore's copies of Redis, taken before the fault rolls Redis back to them.
+  const copies = new Map<Fault, ReturnType<SimRedisServer['copy']>>();
+  for (const f of plan.faults) {
+    if (f.kind === 'freeze-in-restore' && f.trigger === 'rollback') {
+      clock.at(START + Math.max(0, f.at - f.backMs), () => copies.set(f, redis.copy()));
+    }
+  }
   for (const f of plan.faults) {
     clock.at(START + f.at, () => {
       world.note(`fault ${JSON.stringify(f)}`);
@@ -308,6 +317,39 @@ export async function runSchedule(
             world.note(`lost ${bucket} before a commit into it`);
             disturbed.push({ from: clock.now(), to: clock.now() });
           };
+          return;
+        }
+        case 'freeze-in-restore': {
+          // Armed until a replica of the deployment under test reaches the point in a restore: it freezes there,
+          // past its lease, and resumes where it stood (its next command then runs as it was about to).
+          const keys = accountKeys(main.config.redis.keyPrefix, main.config.account);
+          const at = (commands: ReadonlyArray<readonly [string, unknown[]]>): boolean =>
+            commands.some(([name, args]) => {
+              const first = String(args[0]);
+              switch (f.where) {
+                case 'clear':
+                  return name === 'unlink' && first === keys.checkpoint;
+                case 'clear-within':
+                  return name === 'hset' && first === keys.manifest && String(args[1]) === RESTORING;
+                case 'batch':
+                  return name === 'bridgeRestorePut' && String(args[1]) === keys.epoch;
+                case 'finish':
+                  return name === 'set' && first === keys.count;
+              }
+            });
+          redis.beforeCommand = (actor, commands) => {
+            if (!actor.name.startsWith(`${main.name}/`) || !at(commands)) return;
+            redis.beforeCommand = null;
+            actor.frozenUntil = Math.max(actor.frozenUntil, clock.now() + f.ms);
+            world.note(`${actor.name} frozen ${f.ms} ms in a restore, before its ${f.where}`);
+            disturbed.push({ from: clock.now(), to: clock.now() + f.ms });
+          };
+          if (f.trigger === 'flush') redis.flush();
+          else {
+            const copy = copies.get(f);
+            if (copy) redis.rollBack(copy, /:(lease|epoch)$/);
+            world.note(`Redis rolled back ${f.backMs} ms`);
+          }
           return;
         }
         case 'redis-failover':
@@ -392,6 +434,7 @@ export async function runSchedule(
     redis.maxmemory = null;
     redis.loseReplies = null;
     redis.beforeCommit = null;
+    redis.beforeCommand = null;
     kafka.refuseSends = null;
     kafka.partialSends = false;
     kafka.loseCommits = null;

@@ -67,9 +67,10 @@ export class World {
 
   /**
    * One step of `actor`: waits out a freeze, lets the scheduler pick when it is answered, then applies `effect`
-   * (unless the actor crashes there). `effect` may throw: the caller gets that error as the answer.
+   * (unless the actor crashes there). `effect` may throw: the caller gets that error as the answer. `before` runs
+   * once the step is due, before its effect and before a freeze is waited out (a fault may freeze the actor there).
    */
-  async step<T>(actor: Actor, label: string, effect: () => T): Promise<T> {
+  async step<T>(actor: Actor, label: string, effect: () => T, before?: () => void): Promise<T> {
     if (actor.crashed) return NEVER;
     // The round trip takes time: a sweep's pages take seconds, so polls fall due between them as in production.
     const ms = this.latency(label);
@@ -78,6 +79,7 @@ export class World {
     while (holds && this.clock.now() < actor.frozenUntil) await this.clock.sleep(actor.frozenUntil - this.clock.now());
     await this.scheduler.schedule(Promise.resolve(), `${actor.name} ${label}`);
     if (actor.crashed || this.over) return NEVER;
+    before?.();
     while (holds && this.clock.now() < actor.frozenUntil) await this.clock.sleep(actor.frozenUntil - this.clock.now());
     if (actor.crashed) return NEVER;
     actor.steps += 1;

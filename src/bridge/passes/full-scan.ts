@@ -43,7 +43,7 @@ export async function openFullScan(
   alongside = false,
 ): Promise<LongPassRun> {
   await pipeline.settle();
-  const ckpt = await pipeline.deps.snapshot.checkpoint(true);
+  const ckpt = await pipeline.deps.snapshot.checkpoint(true, pipeline.committer.sealed);
   const kind = ckpt.sweep?.kind ?? (ckpt.initialDone ? 'sweep' : 'initial');
   // A sweep's creations and status changes older than what polls covered were missed by them (visible too late).
   const lateBefore = kind === 'sweep' ? () => ctx.polls.missedBefore(ctx.clock()) : undefined;

@@ -27,7 +27,7 @@ export async function runIncrementalPoll(
   const headerAt = source.upstreamNow?.() ?? null;
   // A sweep page still in flight commits first (its failure stays the sweep's), so the checkpoint read is current.
   await pipeline.settle();
-  const ckpt = await pipeline.deps.snapshot.checkpoint(true);
+  const ckpt = await pipeline.deps.snapshot.checkpoint(true, pipeline.committer.sealed);
   if (ckpt.watermark === null) throw new Error('incremental poll before the initial load set a watermark');
   // A watermark committed past the upstream's present (by an earlier version, or restored with its checkpoint) is
   // read from the present: the committed one only grows, but polls do not trust it.

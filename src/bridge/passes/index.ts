@@ -220,7 +220,7 @@ export class Passes implements PassRunner {
   }
 
   checkpoint(): Promise<Checkpoint> {
-    return this.snapshot.checkpoint(true);
+    return this.snapshot.checkpoint(true, this.pipeline.committer.sealed);
   }
 
   async prepare(epoch: number, signal: AbortSignal, force = false, alive?: () => void): Promise<boolean> {

@@ -191,7 +191,7 @@ export class Committer {
 
   private async loadPosition(epoch: number): Promise<ChangelogCheckpoint> {
     const [checkpoint, txn] = await Promise.all([
-      this.deps.snapshot.checkpoint(true),
+      this.deps.snapshot.checkpoint(true, this.sealed),
       this.deps.snapshot.changelogTxn(),
     ]);
     // The next number comes from here: a Redis that forgot transactions it is known to hold (its checkpoint

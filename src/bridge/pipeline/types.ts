@@ -42,8 +42,11 @@ export interface SnapshotPort {
     expectTxn?: number,
     sealed?: boolean,
   ): Promise<void>;
-  /** With `live` (a leader's read): fails with SnapshotLostError when the account's keys are gone. */
-  checkpoint(live?: boolean): Promise<Checkpoint>;
+  /**
+   * With `live` (a leader's read): fails with SnapshotLostError when the account's keys are gone; with `sealed` too
+   * when the checkpoint lacks its marker (gone with the manifest).
+   */
+  checkpoint(live?: boolean, sealed?: boolean): Promise<Checkpoint>;
   /** The number of the last changelog transaction Redis reflects (0: none). */
   changelogTxn(): Promise<number>;
   /** How many reviews the snapshot holds (progress estimates). */

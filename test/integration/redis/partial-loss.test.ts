@@ -98,6 +98,18 @@ describe('partial loss of an account’s keys', () => {
     }
   });
 
+  it("a superseded leader's restore clear (checkpoint and manifest gone, the epoch kept) fails the sealed leader's checkpoint read", async () => {
+    // Found by the simulation (freeze-in-restore, seed 5112): a leader frozen before its restore's clear, superseded
+    // meanwhile, cleared its successor's snapshot when it woke (the clear is not fenced); the successor's next read
+    // of the checkpoint found neither it nor the manifest, as in an account never run, and its scan began a second
+    // initial load whose first commit reached Kafka before the Redis commit was refused.
+    const { redis, keys, store } = await sealedAccount();
+    await new SnapshotStore(redis, keys).clearForRestore();
+    expect(lostInPart(await store.checkpoint(true, true).catch((e) => e))).toBe(true);
+    // Unsealed (before a leadership sealed the account), such a Redis reads as before.
+    expect((await store.checkpoint(true)).watermark).toBeNull();
+  });
+
   it('a snapshot of the previous format reads as unsealed, not as lost, and is sealed if its count matches', async () => {
     const redis = connectRedis(redisUrl());
     open.push(redis);

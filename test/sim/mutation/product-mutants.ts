@@ -216,9 +216,18 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
         to: "export function restorePutScript(data: ScriptData, keys: string[], argv: Arg[]): number {\n  if (getString(data, keys[0]!) === null) throw new ScriptErrorReply('LOST: the account keys are gone');",
       },
     ],
-    // A leader frozen between reading the changelog and writing its batch, superseded meanwhile.
-    focus: ['freeze', 'crash'],
-    faults: ['freeze', 'crash', 'redis-failover', 'redis-flush', 'redis-partial-loss', 'kafka-only-fence'],
+    // A leader frozen between reading the changelog and writing its batch, superseded meanwhile: freeze-in-restore
+    // puts the freeze there (a random freeze missed it for 300 schedules).
+    focus: ['freeze-in-restore'],
+    faults: [
+      'freeze-in-restore',
+      'freeze',
+      'crash',
+      'redis-failover',
+      'redis-flush',
+      'redis-partial-loss',
+      'kafka-only-fence',
+    ],
     integration: ['test/integration/redis/commit-fence.test.ts'],
   },
   {
