@@ -64,7 +64,7 @@ export const ON_TIME_BOUND_MS = 6_000;
 /**
  * A version is on time when it shows at most this far (ms) behind the newest updated_date listed before it, while
  * no stamp past the upstream's present is listed (and it is not one). Half of POLL_LOOKBACK_MIN_MS (1 s), a margin
- * within the floor: polls start the lookback (at least that floor) and their paging time before the watermark,
+ * within the floor: polls start the lookback (at least that floor) and their paging allowance before the watermark,
  * which is at most the newest stamp they read. With a stamp ahead listed the watermark is capped at the learned present plus the floor, and
  * the learned present may run ahead of the data's clock: in schedule seed 943 (seed 777's run) a change shown 487
  * ms after its stamp, while one stamped 4 minutes ahead was listed, was not published in the 11.6 s before a newer
