@@ -66,8 +66,8 @@ export const ON_TIME_BOUND_MS = 6_000;
  * docs/guarantees.md, its event goes out at once), or shows at most this far (ms) behind the newest updated_date
  * listed before it, a stamp past the upstream's present counting as the present (the watermark's cap). Half of
  * POLL_LOOKBACK_MIN_MS (1 s), a margin within the floor: polls start the lookback (at least that floor) and their
- * paging time before the watermark, which is at most the newest stamp they read, and at most the upstream's present
- * as the bridge learns it, never ahead of the data's clock (src/core/upstream-present.ts). Schedule seeds 943 (a
+ * paging allowance before the watermark, which is at most the newest stamp they read, and at most the upstream's
+ * present as the bridge learns it, never ahead of the data's clock (src/core/upstream-present.ts). Schedule seeds 943 (a
  * change shown 487 ms after its stamp, with one stamped 4 minutes ahead listed, missed: the cap was the present plus
  * the floor), 308 (a review stamped ahead, changed three times, three of five samples of the present) and 330091 of
  * date-header-apart (a header an hour ahead was the present before any sample) broke it.

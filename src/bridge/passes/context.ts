@@ -5,7 +5,7 @@ import type { PollState } from './poll-state.js';
 export interface PassContext {
   /** POLL_OVERLAP_MS: the ceiling of the polls' lookback, and how far ahead of the upstream's time data may run. */
   overlapMs: number;
-  /** The polls' learned lookback and paging time (src/bridge/passes/poll-state.ts). */
+  /** The polls' learned lookback and paging allowance (src/bridge/passes/poll-state.ts). */
   polls: PollState;
   clock: () => number;
   metrics: Pick<

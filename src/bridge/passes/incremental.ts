@@ -10,7 +10,8 @@ import { showBounds } from './trailing.js';
 // upstream's present (src/core/upstream-present.ts): a record stamped ahead is read again by each poll until time
 // reaches it, and hides nothing else. The lookback is learned from changes that become visible late
 // (src/core/lookback.ts); a change made while the poll paged, behind its position in an unknown sort order, is
-// covered by the next poll starting earlier by this poll's paging time (poll-state.ts). Polls also run during the
+// covered by the next poll starting from where this one started, or from its watermark less its paging time if
+// that is later (PollState.pagedFrom). Polls also run during the
 // initial load (from the watermark its first page set); the reviews they find first are created as the initial
 // load would create them.
 
@@ -34,7 +35,7 @@ export async function runIncrementalPoll(
   const covered = Math.min(ckpt.watermark, ctx.polls.presentCap(startedAt, headerAt));
   // During the initial load a poll meets reviews the load has not reached yet: not late, only not loaded.
   const learns = ckpt.initialDone;
-  // Taken before this poll replaces the last one's paging time (poll-state.ts).
+  // Taken before this poll replaces the last one's start and paging time (poll-state.ts).
   const lateBefore = ctx.polls.lateBefore(covered);
   const run = pipeline.open('incremental', epoch, {
     createdAsInitial: !ckpt.initialDone,
@@ -62,7 +63,7 @@ export async function runIncrementalPoll(
     showBounds(ctx, now);
     ctx.metrics.setPollLookback(ctx.polls.lookbackMs(now));
     ctx.metrics.pollRead(summary.reviews, summary.changes ?? 0);
-    const overran = ctx.polls.committed(watermark, startedAt, now);
+    const overran = ctx.polls.committed(covered, watermark, startedAt, now);
     noteOverrun(ctx, pipeline, overran, now - startedAt);
     run.end('ok');
     return summary;

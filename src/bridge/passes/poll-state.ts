@@ -3,9 +3,10 @@ import { TrailingSchedule, trailingTiers } from '../../core/trailing.js';
 import { allotShares, boundOnShareMs, tierDemandRps, type TrailingLoad } from '../../core/trailing-shares.js';
 import { cappedWatermark, DataPresent } from '../../core/upstream-present.js';
 
-// What incremental polls keep between them in one leadership: the learned lookback (src/core/lookback.ts), how long
-// the last poll paged, whether polls fit their interval, the data's present (src/core/upstream-present.ts) and the
-// trailing reads' schedule (src/core/trailing.ts). Kept in memory: a new leader learns the lateness again
+// What incremental polls keep between them in one leadership: the learned lookback (src/core/lookback.ts), the
+// watermarks the last poll started from and committed and how long it paged (the paging allowance), whether polls
+// fit their interval, the data's present (src/core/upstream-present.ts) and the trailing reads' schedule
+// (src/core/trailing.ts). Kept in memory: a new leader learns the lateness again
 // (from the floor), and starts with a generous paging allowance since it does not know how long its predecessor's
 // last poll paged.
 
@@ -50,6 +51,8 @@ export class PollState {
   private lastDurationMs: number | null = null;
   /** The watermark the last committed poll covered (null before the first). */
   private covered: number | null = null;
+  /** The watermark the last committed poll started from (its `covered` before it; null before the first). */
+  private coveredBefore: number | null = null;
   /** Local time the last committed poll began (null before the first). */
   private lastStartedAt: number | null = null;
   /**
@@ -87,12 +90,29 @@ export class PollState {
   }
 
   /**
-   * Where the next poll starts: the watermark, less the learned lookback and the last poll's paging time (a change
-   * made while a poll paged, behind its position in an unknown sort order, is older than its watermark by at most
-   * that). Never earlier than the watermark less POLL_OVERLAP_MS, except for the paging time.
+   * Where the next poll starts: the learned lookback before `pagedFrom(watermark)`, so that a change made while the
+   * last poll paged, behind its position in an unknown sort order, is read too. Never earlier than the watermark
+   * less POLL_OVERLAP_MS, except for the paging allowance.
    */
   since(watermark: number, now: number): number {
-    return Math.max(0, watermark - this.lookbackMs(now) - this.pagingAllowance());
+    return Math.max(0, this.pagedFrom(watermark) - this.lookbackMs(now));
+  }
+
+  /**
+   * The updated_date below which no change made while the last poll paged is stamped: the data's present when that
+   * poll began, or less. Two bounds on that present, taken from stamps polls read (not from DataPresent's estimate,
+   * which runs late by up to a poll's paging since it learns from changes made while polls paged, nor from a Date
+   * header, which may run minutes ahead of the data): the watermark that poll started from (stamped before it began),
+   * and its own watermark less its paging time (stamped before it ended). In a quiet spell the first is the
+   * watermark itself, so the window no longer grows with the last poll's duration (a poll reading a burst again,
+   * longer than its interval, made the next one start earlier still: issue 48's `bursts`). A leadership's first
+   * poll does not know its predecessor's last poll: FIRST_POLL_ALLOWANCE_MS before the watermark.
+   */
+  private pagedFrom(watermark: number): number {
+    if (this.covered === null || this.coveredBefore === null || this.lastDurationMs === null) {
+      return watermark - Math.min(this.settings.ceilingMs, FIRST_POLL_ALLOWANCE_MS);
+    }
+    return Math.min(watermark, Math.max(this.coveredBefore, this.covered - this.lastDurationMs));
   }
 
   /**
@@ -115,13 +135,14 @@ export class PollState {
   }
 
   /**
-   * The updated_date below which a change the next poll finds was late. Not the watermark itself: a change made
-   * while the last poll paged may sit up to its paging time behind that poll's watermark without having been late
-   * (the listing's order is not updated_date's), and counting it would teach the lookback twice the paging time,
-   * making each poll longer still under a sustained stream of changes.
+   * The updated_date below which a change the next poll finds was late: `pagedFrom(watermark)`. Not the watermark
+   * itself: a change made while the last poll paged may sit behind that poll's watermark (up to its paging time)
+   * without having been late (the listing's order is not updated_date's), and counting it would teach the lookback
+   * twice the paging time, making each poll longer still under a sustained stream of changes. In a quiet spell it
+   * is the watermark: nothing was made while the last poll paged.
    */
   lateBefore(watermark: number): number {
-    return watermark - this.pagingAllowance();
+    return this.pagedFrom(watermark);
   }
 
   /**
@@ -129,7 +150,7 @@ export class PollState {
    * when it became visible): null before any poll.
    */
   missedBefore(now: number): number | null {
-    return this.covered === null ? null : this.covered - this.lookbackMs(now) - (this.lastDurationMs ?? 0);
+    return this.covered === null ? null : this.pagedFrom(this.covered) - this.lookbackMs(now);
   }
 
   /**
@@ -189,13 +210,18 @@ export class PollState {
     this.trailing.hurry(at);
   }
 
-  /** How long the last poll paged (ms); a leadership's first poll allows a predecessor's unknown paging. */
+  /** How far (ms) the next poll reads behind the watermark for changes made while the last one paged (see pagedFrom). */
   private pagingAllowance(): number {
-    return this.lastDurationMs ?? Math.min(this.settings.ceilingMs, FIRST_POLL_ALLOWANCE_MS);
+    const watermark = this.covered ?? 0;
+    return watermark - this.pagedFrom(watermark);
   }
 
-  /** A poll that began at `startedAt` committed watermark `covered` at `now`; resolves whether it overran. */
-  committed(covered: number, startedAt: number, now: number): boolean {
+  /**
+   * A poll that started from watermark `from`, began at `startedAt`, committed watermark `covered` at `now`;
+   * resolves whether it overran.
+   */
+  committed(from: number, covered: number, startedAt: number, now: number): boolean {
+    this.coveredBefore = from;
     this.covered = covered;
     this.lastStartedAt = startedAt;
     this.lastDurationMs = Math.max(0, now - startedAt);

@@ -274,7 +274,7 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
     edits: [
       {
         file: 'src/bridge/passes/poll-state.ts',
-        from: 'return Math.max(0, watermark - this.lookbackMs(now) - this.pagingAllowance());',
+        from: 'return Math.max(0, this.pagedFrom(watermark) - this.lookbackMs(now));',
         to: 'return Math.max(0, watermark);',
       },
     ],

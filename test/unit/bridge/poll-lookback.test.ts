@@ -166,12 +166,57 @@ describe('polls on the data clock', () => {
     await passes.incremental(1, signal);
     expect((await metric('late_changes_total', 'found_by="poll"')) ?? 0).toBe(0);
     expect(await metric('poll_lookback_seconds')).toBe(1);
-    // One 700 ms older than the watermark less that paging time was late.
-    source.pagesToServe = [page([review(7, { updated_date: T + 2_000 - 800 - 700 })])];
+    // That poll found nothing newer than T + 2000, the data's present when it began or earlier: nothing made while
+    // it paged is older. One 700 ms older than that was late by 700 ms, not by 700 ms less the paging time.
+    source.pagesToServe = [page([review(7, { updated_date: T + 2_000 - 700 })])];
     advance(1_000);
     await passes.incremental(1, signal);
     expect(await metric('late_changes_total', 'found_by="poll"')).toBe(1);
     expect(await metric('poll_lookback_seconds')).toBe(1.4);
+  });
+
+  it("in a quiet spell after a burst polls read the lookback behind the watermark, not also the last poll's paging", async () => {
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
+    const { passes, snapshot, advance } = setup(source);
+    await passes.fullScan(1, signal);
+    // A burst of four changes a second apart, one a page; each page takes the poll a second (longer than its
+    // interval, 1 s), then nothing changes.
+    source.pagesToServe = [500, 1_500, 2_500, 3_500].map((d, i) => page([review(10 + i, { updated_date: T + d })]));
+    source.onPage = () => advance(1_000);
+    await passes.incremental(1, signal);
+    expect((await snapshot.checkpoint()).watermark).toBe(T + 3_500);
+    // The next poll covers what was made while that one paged: from the watermark it started from (T).
+    source.requests.length = 0;
+    await passes.incremental(1, signal);
+    expect(source.requests[0]!.updatedSince).toBe(T - 1_000);
+    // It found nothing newer: what it started from was the watermark itself. From there on polls read the 1 s
+    // lookback (two of the burst's changes), not 4 s more for the poll before that paged 4 s (the whole burst again,
+    // 4 s again, and so on for as long as nothing changes).
+    for (let i = 0; i < 3; i++) {
+      source.requests.length = 0;
+      await passes.incremental(1, signal);
+      expect(source.requests[0]!.updatedSince).toBe(T + 3_500 - 1_000);
+    }
+  });
+
+  it('a change made while a poll paged, behind its position, is read by the next poll and is not late', async () => {
+    const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
+    // Local time 10 s past the stamps: the data's clock is not ahead of it, so the present caps no watermark here.
+    const { passes, sink, metric, advance } = setup(source, 300_000, 0, T + 10_000);
+    await passes.fullScan(1, signal);
+    source.pagesToServe = [];
+    await passes.incremental(1, signal);
+    // A poll from watermark T that pages 2 s and finds T + 4000: the data's present when it began was T + 2000 or
+    // later (its newest change was made before it ended), and a change made then, behind its cursor, is stamped so.
+    source.pagesToServe = [1_000, 4_000].map((d, i) => page([review(10 + i, { updated_date: T + d })]));
+    source.onPage = () => advance(1_000);
+    await passes.incremental(1, signal);
+    source.requests.length = 0;
+    source.pagesToServe = [page([review(12, { updated_date: T + 2_000 })])];
+    await passes.incremental(1, signal);
+    expect(source.requests[0]!.updatedSince).toBe(T + 2_000 - 1_000);
+    expect(sink.events.map((e) => e.subject)).toContain('12');
+    expect((await metric('late_changes_total', 'found_by="poll"')) ?? 0).toBe(0);
   });
 
   it('a sweep counts the changes polls missed (older than what they covered), not the ones they had not reached yet', async () => {
@@ -507,7 +552,7 @@ describe('the lookback priced by the rate budget', () => {
     const settings = { intervalMs: 1_000, floorMs: 1_000, ceilingMs: 300_000, readsPerInterval: 1_000 };
     const learned = new PollState({ ...settings, mode: 'learned' });
     learned.lookback.observe(20_000, 0);
-    learned.committed(T, 0, 0);
+    learned.committed(T, T, 0, 0);
     expect(learned.lookbackMs(0)).toBe(40_000);
     // 20 changes/s: 250 reviews a poll buy 12.5 s.
     learned.read(400, 20_000);
@@ -527,7 +572,8 @@ describe('the lookback priced by the rate budget', () => {
     // Not priced before a poll read (the tiers weigh the same), nor without a page size.
     expect(priced.allotTrailing(0)).toBeNull();
     expect(new PollState({ ...settings, mode: 'learned' }).allotTrailing(0)).toBeNull();
-    priced.committed(T, 0, 500);
+    // A poll that paged 0.5 s while the watermark moved as far: the next reads those 0.5 s again.
+    priced.committed(T - 500, T, 0, 500);
     // 100 changes a second: polls read 3 s of them (1 s, the 1 s floor, 0.5 s of paging: 3 requests a second).
     for (let i = 0; i < 30; i++) priced.read(250, 2_500);
     const a = priced.allotTrailing(0)!;
