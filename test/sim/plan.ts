@@ -52,20 +52,23 @@ export type FaultClass = (typeof FAULT_CLASSES)[number];
  */
 export const PENDING_FIXES: Readonly<Partial<Record<FaultClass, string>>> = {
   // Seeds 48718 and 48772 (a Date header 37-60 minutes behind the data clock: a deletion never reported, a second
-  // review.created) ran clean once the watermark was capped at the upstream's present as the data's clock shows it.
-  // Its 1,000 clean schedules (--faults +redis-eviction,+date-header-apart) stopped at 2 violations in 500: seeds
-  // 230080 and 230134 (and 61004 of a side run), each with the header 35-60 minutes behind: until five polls have
-  // found changes the present is the header's time (src/core/upstream-present.ts), so every poll reads the whole
-  // listing from an hour back and takes longer than its interval: a deletion is reported late or never. Each passes
-  // with the header's offset at 0. The scheduling half is fixed with bursts (below); the present's half is not.
-  'date-header-apart': 'the present taken from a Date header far behind the data clock, then 1,000 schedules',
+  // review.created) ran clean once the watermark was capped at the upstream's present as the data's clock shows it;
+  // 230080, 230134 and 61004 (every poll reading an hour back while the header's time was the present) and 330091 (a
+  // header an hour ahead, one record stamped 3.7 h ahead) once the present came from three reviews' changes and the
+  // header ruled only while earliest (issue 45). 300 schedules from 330001 are clean; 300 from 430001 found one
+  // deletion 85 s past its bound (seed 430097, the same on the code before, not traced). Owes its 1,000 schedules.
+  'date-header-apart': 'seed 430097 (a deletion 85 s past its bound) untraced, then 1,000 schedules',
   // On by default for a while this round, once polls longer than their interval no longer starved a sweep (below);
-  // off again: 300-schedule runs from seeds 771200 and 5150001 found deletions reported 23-61 s past the checker's
-  // 100 s bound (schedules 771215, 5150147 and 5150241, each with bursts in its plan): with the rate
-  // budget short of the trailing reads (the product logs so), a sweep's deletion decision waits for the widest
-  // trailing read begun after its listing (the newest-first fix), which then comes minutes later. A bound that
-  // counts that wait (or a decision that does not wait past the freshness bound) is the fix to make.
-  bursts: 'deletions late past the bound while trailing reads are short of budget (the deletion wait)',
+  // off again: 300-schedule runs from seeds 771200 and 5150001 found deletions reported 23-120 s past the checker's
+  // 100 s bound (schedules 771215, 5150147, 5150241). Fixed since: the deletion decision waits for the widest
+  // trailing read only after a listing not seen sorted by id or oldest first, and asks for it at once (5150241
+  // clean); a poll's paging allowance no longer grows with the last poll's duration in a quiet spell (5150147: 120 s
+  // past, then 33 s). Left: a burst stamped within the lookback floor behind a quiet watermark is read again by
+  // every poll (11 pages, 3.5-4.5 s against a 2 s interval) until something changes, the sweep pages once per poll
+  // and 771215 reports a deletion 12.8 s past; and polls reading a burst for 5.5-7.5 s publish a version up to 0.6 s
+  // past the 6 s on-time bound (5150022, 5150123, 5150162). The bounds must count a poll's paging, or polls must
+  // stop reading a quiet burst again.
+  bursts: 'polls reading a burst again in a quiet spell: bounds that count a poll paging a burst',
 };
 
 // redis-loss-mid-commit (added for the mutation gate: it kills commit-lua-no-manifest-check): on by default since
