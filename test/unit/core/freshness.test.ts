@@ -35,8 +35,25 @@ describe('cappedWatermark and DataPresent', () => {
     expect(p.at(10_000, 70_000)).toBe(10_000);
     p.observe(2_000 + 300_000 - 100, 2_000, '2');
     expect(p.offset()).toBe(299_800);
-    expect(p.at(10_000, 70_000)).toBe(309_800);
+    // Learned, but never past local time: a data clock truly ahead of this host costs re-reads, never a change.
+    expect(p.at(10_000, 70_000)).toBe(10_000);
     expect(PRESENT_MIN_SAMPLES).toBe(3);
+  });
+
+  it('is never past local time, even when every review sampled is stamped ahead', () => {
+    // Schedule seed 6279: the three reviews that changed were all stamped ahead (19 minutes to 2 hours), the low
+    // quartile held the present 19 minutes ahead, and a change of a review stamped 2 minutes ahead was never read.
+    const p = new DataPresent();
+    p.observe(1_000 + 1_140_000, 1_000, '112');
+    p.observe(2_000 + 7_800_000, 2_000, '75');
+    p.observe(3_000 + 120_000, 3_000, '149');
+    expect(p.offset()).toBe(120_000);
+    expect(p.at(4_000, null)).toBe(4_000);
+    expect(cappedWatermark(4_000 + 1_140_000, p.at(4_000, null))).toBe(4_000);
+    // Honest samples behind local time still rule.
+    for (const [i, r] of ['1', '2', '3', '4', '5', '6', '7', '8', '9'].entries())
+      p.observe(5_000 + i - 50, 5_000 + i, r);
+    expect(p.at(6_000, null)).toBe(6_000 - 50);
   });
 
   it('one review stamped ahead and changed again and again (each stamp a ms past the last) is one sample', () => {
