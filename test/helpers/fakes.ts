@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import type { ReviewDeletedEvent, ReviewEvent, ReviewHeartbeatEvent } from '../../src/core/events.js';
 import type { LeasePort } from '../../src/bridge/lease-keeper.js';
+import { BridgeLoop } from '../../src/bridge/loop.js';
 import { BridgeMetrics } from '../../src/ops/metrics.js';
 import { Passes, type PassesOptions, type PassesSink, type PassesSnapshot } from '../../src/bridge/passes/index.js';
 import { FingerprintKey, type FingerprintKeySource } from '../../src/core/fingerprint-key.js';
@@ -523,4 +524,20 @@ export function loopFakes() {
     initialLoadMode: 'mark' as const,
   };
   return { time, log, snapshot, sink, metrics, deps };
+}
+
+/**
+ * A leader's loop over `passes` on fake time, with the short timings the deletion tests use (polls every second, no
+ * scheduled sweep, a 600 ms lease): what they start, drive with `until` and stop.
+ */
+export function fastLoop(passes: Passes, time: FakeTime, metrics: BridgeMetrics): BridgeLoop {
+  return new BridgeLoop({
+    passes,
+    lease: new FakeLease(),
+    metrics,
+    logger: silentLogger,
+    clock: time.clock,
+    sleep: time.sleep,
+    timing: { pollIntervalMs: 1_000, sweepIntervalMs: 0, leaseTtlMs: 600, maxBackoffMs: 20 },
+  });
 }

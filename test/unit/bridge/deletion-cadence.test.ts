@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { BridgeLoop } from '../../../src/bridge/loop.js';
 import { Passes } from '../../../src/bridge/passes/index.js';
 import type { ListOptions, Page, ReviewSource } from '../../../src/upstream/types.js';
-import { FakeLease, FakeSource, page, review, silentLogger, FakeTime, loopFakes } from '../../helpers/fakes.js';
+import { FakeSource, page, review, FakeTime, loopFakes, fastLoop } from '../../helpers/fakes.js';
 import { until } from '../../helpers/wait.js';
 
 // Deletion detection at the end of a complete sweep runs a snapshot batch per loop step, so incremental polls keep
@@ -117,15 +116,7 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
       return poll(epoch, signal);
     };
     snapshot.sweepRequested = true;
-    const loop = new BridgeLoop({
-      passes,
-      lease: new FakeLease(),
-      metrics,
-      logger: silentLogger,
-      clock: time.clock,
-      sleep: time.sleep,
-      timing: { pollIntervalMs: 1_000, sweepIntervalMs: 0, leaseTtlMs: 600, maxBackoffMs: 20 },
-    });
+    const loop = fastLoop(passes, time, metrics);
     loop.start();
     await until(() => sink.deletions.length > 0 && pollTimes.length >= 10, 10_000);
     await loop.stop();
@@ -167,15 +158,7 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
       all.filter((r) => r.id !== 7 && r.id !== 3),
     );
     snapshot.sweepRequested = true;
-    const loop = new BridgeLoop({
-      passes,
-      lease: new FakeLease(),
-      metrics,
-      logger: silentLogger,
-      clock: time.clock,
-      sleep: time.sleep,
-      timing: { pollIntervalMs: 1_000, sweepIntervalMs: 0, leaseTtlMs: 600, maxBackoffMs: 20 },
-    });
+    const loop = fastLoop(passes, time, metrics);
     loop.start();
     await until(() => sink.deletions.length > 0, 10_000);
     await loop.stop();
@@ -237,15 +220,7 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
       reportedAt ??= time.now;
       return publish(events, changelog);
     };
-    const loop = new BridgeLoop({
-      passes: loaded,
-      lease: new FakeLease(),
-      metrics,
-      logger: silentLogger,
-      clock: time.clock,
-      sleep: time.sleep,
-      timing: { pollIntervalMs: 1_000, sweepIntervalMs: 0, leaseTtlMs: 600, maxBackoffMs: 20 },
-    });
+    const loop = fastLoop(loaded, time, metrics);
     loop.start();
     // The sweep starts once the widest tier has read (its first read is due at once), so that its next read is due
     // a period later.

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { BridgeLoop } from '../../../src/bridge/loop.js';
 import { Passes } from '../../../src/bridge/passes/index.js';
 import type { ListOptions, Page, ReviewSource } from '../../../src/upstream/types.js';
-import { FakeLease, page, review, silentLogger, loopFakes } from '../../helpers/fakes.js';
+import { page, review, loopFakes, fastLoop } from '../../helpers/fakes.js';
 import { until } from '../../helpers/wait.js';
 
 // Deletion detection decides on the entries it scanned, which a poll may rewrite before the decision: a review the
@@ -72,15 +71,7 @@ describe('deletion detection reads its candidates again (fake clock)', () => {
       return poll(epoch, signal);
     };
     snapshot.sweepRequested = true;
-    const loop = new BridgeLoop({
-      passes,
-      lease: new FakeLease(),
-      metrics,
-      logger: silentLogger,
-      clock: time.clock,
-      sleep: time.sleep,
-      timing: { pollIntervalMs: 1_000, sweepIntervalMs: 0, leaseTtlMs: 600, maxBackoffMs: 20 },
-    });
+    const loop = fastLoop(passes, time, metrics);
     loop.start();
     await until(() => pollsAfter > 0, 10_000);
     await loop.stop();
