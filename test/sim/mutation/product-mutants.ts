@@ -153,6 +153,9 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
       },
     ],
     focus: ['kafka-send', 'crash'],
+    // The simulation killed it at 136 schedules of seed 48 before freeze-in-restore and redis-loss-mid-commit became
+    // default classes, and missed it in 300 after (the plans moved); the unit test of the order kills it.
+    unit: ['test/unit/bridge/failed-removal.test.ts'],
   },
   {
     name: 'page-order',

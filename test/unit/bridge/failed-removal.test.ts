@@ -77,3 +77,32 @@ describe('a deletion whose Redis removal fails after its Kafka commit', () => {
     expect(removals()).toBe(before);
   });
 });
+
+describe('a deletion whose Kafka commit fails', () => {
+  it('keeps the entries in Redis: they leave only after review.deleted is in Kafka (commit order)', async () => {
+    const s = setup();
+    const { passes, snapshot, sink, pipeline } = s;
+    await passes.prepare(1, signal);
+    const sweep = pipeline.open('sweep', 1);
+    await sweep.submit(page([review(1), review(2)]));
+    await pipeline.settle();
+    const missing: Array<[number, SnapshotEntry]> = [[1, snapshot.entries.get(1)!]];
+    const publish = sink.publishDeletions.bind(sink);
+    sink.publishDeletions = async () => {
+      throw new Error('broker unavailable');
+    };
+    const remove = (epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>) =>
+      snapshot.removeEntries(epoch, entries);
+    const events = deletedEvents('urn:test', missing, CHANGED);
+    const failed = await pipeline.committer.commitDeletions(1, events, missing, sink, remove).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(Error);
+    // Removed first, the review would be gone from Redis with no review.deleted anywhere, and no later sweep could
+    // tell (it is in neither the listing nor the snapshot): the deletion lost.
+    expect(snapshot.entries.has(1)).toBe(true);
+    expect(sink.deletions).toEqual([]);
+    sink.publishDeletions = publish;
+    expect(await pipeline.committer.commitDeletions(1, events, missing, sink, remove)).toBe(1);
+    expect(snapshot.entries.has(1)).toBe(false);
+    expect(sink.deletions.map((e) => e.subject)).toEqual(['1']);
+  });
+});
