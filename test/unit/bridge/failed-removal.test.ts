@@ -12,14 +12,20 @@ const signal = new AbortController().signal;
 const CHANGED = 1_800_000_000_000;
 const setup = loggedPassesOnFakes;
 
-/** Publishes review 1's deletion while Redis refuses the removal once; resolves what the refusal threw. */
-async function deleteWhileRedisRestarts(setupResult: ReturnType<typeof setup>): Promise<unknown> {
-  const { passes, snapshot, sink, pipeline } = setupResult;
+/** Reviews 1 and 2 committed by a sweep; resolves review 1's entry as a deletion would take it (missing). */
+async function sweptTwo(setupResult: ReturnType<typeof setup>): Promise<Array<[number, SnapshotEntry]>> {
+  const { passes, snapshot, pipeline } = setupResult;
   await passes.prepare(1, signal);
   const sweep = pipeline.open('sweep', 1);
   await sweep.submit(page([review(1), review(2)]));
   await pipeline.settle();
-  const missing: Array<[number, SnapshotEntry]> = [[1, snapshot.entries.get(1)!]];
+  return [[1, snapshot.entries.get(1)!]];
+}
+
+/** Publishes review 1's deletion while Redis refuses the removal once; resolves what the refusal threw. */
+async function deleteWhileRedisRestarts(setupResult: ReturnType<typeof setup>): Promise<unknown> {
+  const { snapshot, sink, pipeline } = setupResult;
+  const missing = await sweptTwo(setupResult);
   let refusals = 1;
   const remove = async (epoch: number, entries: ReadonlyArray<[number, SnapshotEntry]>) => {
     if (refusals-- > 0) throw new Error('Connection is closed.');
@@ -81,12 +87,8 @@ describe('a deletion whose Redis removal fails after its Kafka commit', () => {
 describe('a deletion whose Kafka commit fails', () => {
   it('keeps the entries in Redis: they leave only after review.deleted is in Kafka (commit order)', async () => {
     const s = setup();
-    const { passes, snapshot, sink, pipeline } = s;
-    await passes.prepare(1, signal);
-    const sweep = pipeline.open('sweep', 1);
-    await sweep.submit(page([review(1), review(2)]));
-    await pipeline.settle();
-    const missing: Array<[number, SnapshotEntry]> = [[1, snapshot.entries.get(1)!]];
+    const { snapshot, sink, pipeline } = s;
+    const missing = await sweptTwo(s);
     const publish = sink.publishDeletions.bind(sink);
     sink.publishDeletions = async () => {
       throw new Error('broker unavailable');
