@@ -63,14 +63,16 @@ export const VERSION_BOUND_MS = 12_000;
 export const ON_TIME_BOUND_MS = 6_000;
 /**
  * A version is on time when it is stamped past the upstream's present (polls read it again until time reaches it:
- * docs/guarantees.md, its event goes out at once), or shows at most this far (ms) behind the newest updated_date
- * listed before it, a stamp past the upstream's present counting as the present (the watermark's cap). Half of
- * POLL_LOOKBACK_MIN_MS (1 s), a margin within the floor: polls start the lookback (at least that floor) and their
- * paging allowance before the watermark, which is at most the newest stamp they read, and at most the upstream's
- * present as the bridge learns it, never ahead of the data's clock (src/core/upstream-present.ts). Schedule seeds 943 (a
- * change shown 487 ms after its stamp, with one stamped 4 minutes ahead listed, missed: the cap was the present plus
- * the floor), 308 (a review stamped ahead, changed three times, three of five samples of the present) and 330091 of
- * date-header-apart (a header an hour ahead was the present before any sample) broke it.
+ * docs/guarantees.md, its event goes out at once), or shows at most this far (ms) behind the upstream's present
+ * (updated_date: the data's clock). Half of POLL_LOOKBACK_MIN_MS (1 s), a margin within the floor: polls start the
+ * lookback (at least that floor) and their paging allowance before the watermark, which is at most the newest stamp
+ * they read or the data's present when they began, as the bridge learns it, never ahead of the data's clock
+ * (src/core/upstream-present.ts). Schedule seeds 943 (a change shown 487 ms after its stamp, with one stamped 4
+ * minutes ahead listed, missed: the cap was the present plus the floor), 308 (a review stamped ahead, changed three
+ * times, three of five samples of the present) and 330091 of date-header-apart (a header an hour ahead was the
+ * present before any sample) broke it. Until issue 48's `bursts`, a version shown late into a quiet listing (nothing
+ * newer listed before it) counted as on time too: polls kept their watermark at the newest stamp in a quiet spell,
+ * and so read a burst again and again; now they cover the present, and such a version is late (LATE_BOUND_MS).
  */
 export const ON_TIME_LATENESS_MS = 500;
 /**
@@ -359,7 +361,6 @@ function everyVersion(
 ): string | null {
   const { upstream } = target;
   const late = lateVersions(upstream);
-  const newestBefore = newestListed(upstream);
   for (const [review, versions] of upstream.history) {
     const until = upstream.deletedAt.get(review) ?? target.end;
     const from = versions.map((ver) => upstream.visibleFrom(ver));
@@ -375,19 +376,15 @@ function everyVersion(
       const broken = (upstream.broken.get(review) ?? []).filter((w) => w.from < to && w.to > from[i]!);
       const shown = Math.max(from[i]!, ...broken.map((w) => w.to));
       // On time: shown after the start, and stamped past the upstream's present (each poll reads it again until time
-      // reaches it) or not far behind what was listed before it, a stamp past the present counting as the present
-      // (the watermark's cap; updated_date: the data's clock). See ON_TIME_LATENESS_MS.
+      // reaches it) or not far behind it (updated_date: the data's clock). See ON_TIME_LATENESS_MS. Shown later than
+      // that after the start: a late change, as one listed after a newer version is.
       const present = from[i]! + upstream.clockOffsetMs;
       const date = versions[i]!.updated_date;
-      const lateness = Math.min(newestBefore(from[i]!), present) - date;
-      const onTime =
-        !silent &&
-        broken.length === 0 &&
-        from[i]! > target.start &&
-        (date > present || lateness <= ON_TIME_LATENESS_MS);
+      const shownLate = from[i]! > target.start && date <= present && present - date > ON_TIME_LATENESS_MS;
+      const onTime = !silent && broken.length === 0 && from[i]! > target.start && !shownLate;
       const bound = onTime
         ? ON_TIME_BOUND_MS
-        : silent || broken.length > 0 || late.has(versions[i]!)
+        : silent || broken.length > 0 || shownLate || late.has(versions[i]!)
           ? LATE_BOUND_MS
           : VERSION_BOUND_MS;
       const due = dueBy({ from: shown, to }, good, bound);
@@ -407,22 +404,6 @@ function everyVersion(
     }
   }
   return null;
-}
-
-// The newest updated_date of the versions (of any review) listed before a moment (world ms), -Infinity before any.
-function newestListed(upstream: SimUpstream): (at: number) => number {
-  const listed = [...upstream.history.values()]
-    .flat()
-    .map((ver) => ({ at: upstream.visibleFrom(ver), date: ver.updated_date }))
-    .sort((a, b) => a.at - b.at);
-  return (at) => {
-    let newest = Number.NEGATIVE_INFINITY;
-    for (const l of listed) {
-      if (l.at >= at) break;
-      newest = Math.max(newest, l.date);
-    }
-    return newest;
-  };
 }
 
 // The versions listed after a version with a later updated_date was (of any review): late changes.

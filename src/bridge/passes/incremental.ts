@@ -8,7 +8,8 @@ import { showBounds } from './trailing.js';
 // The watermark moves only when the whole poll is committed, to the largest updated_date read: the data's own clock,
 // never the bridge's nor the upstream's Date header (those two may differ from it by minutes), but never past the
 // upstream's present (src/core/upstream-present.ts): a record stamped ahead is read again by each poll until time
-// reaches it, and hides nothing else. The lookback is learned from changes that become visible late
+// reaches it, and hides nothing else. A poll that reads nothing newer than the data's present at its start (once
+// the bridge has learned it) covers that present: a quiet spell does not make every poll read the last burst again. The lookback is learned from changes that become visible late
 // (src/core/lookback.ts); a change made while the poll paged, behind its position in an unknown sort order, is
 // covered by the next poll starting from where this one started, or from its watermark less its paging time if
 // that is later (PollState.pagedFrom). Polls also run during the
@@ -37,12 +38,14 @@ export async function runIncrementalPoll(
   const learns = ckpt.initialDone;
   // Taken before this poll replaces the last one's start and paging time (poll-state.ts).
   const lateBefore = ctx.polls.lateBefore(covered);
+  // Taken at the start and before this poll's samples: what the poll covers even if it finds nothing (poll-state.ts).
+  const present = learns ? ctx.polls.coveredAtStart(startedAt, headerAt) : null;
   const run = pipeline.open('incremental', epoch, {
     createdAsInitial: !ckpt.initialDone,
     lateBefore: learns ? () => lateBefore : undefined,
   });
   try {
-    const { summary, watermark } = await poll(ctx, run, source, covered, headerAt, signal);
+    const { summary, watermark } = await poll(ctx, run, source, { covered, present }, headerAt, signal);
     const now = ctx.clock();
     if (learns) {
       const lateness = latenessOf(lateBefore, [summary.oldestChange ?? Infinity]);
@@ -73,16 +76,19 @@ export async function runIncrementalPoll(
   }
 }
 
-/** The pages of a poll from the watermark `covered` less the lookback, then its new watermark. */
+/**
+ * The pages of a poll from the watermark `covered` less the lookback, then its new watermark: the newest stamp read,
+ * or `present` (the data's present at its start, once learned) if that is later.
+ */
 async function poll(
   ctx: PassContext,
   run: PipelineRun,
   source: ReviewSource,
-  covered: number,
+  { covered, present }: { covered: number; present: number | null },
   headerAt: number | null,
   signal: AbortSignal,
 ): Promise<{ summary: PassSummary; watermark: number }> {
-  let maxSeen = covered;
+  let maxSeen = Math.max(covered, present ?? covered);
   let pageHeaderAt = headerAt;
   const since = ctx.polls.since(covered, ctx.clock());
   for await (const page of source.pages({ updatedSince: since, kind: 'incremental', signal })) {

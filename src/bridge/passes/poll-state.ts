@@ -84,6 +84,20 @@ export class PollState {
     return this.present.at(now, headerAt);
   }
 
+  /**
+   * What a poll that began at local time `startedAt` covers whatever it reads: the data's present then, once learned
+   * from PRESENT_MIN_SAMPLES reviews (null before, or before the initial load is done). Everything stamped before it
+   * and listed when the poll read its page is read by that poll, so in a quiet spell the watermark moves up to it and
+   * the next poll no longer reads the last burst again (issue 48's `bursts`: a burst within the lookback floor behind a
+   * quiet watermark was read again by every poll, 14 pages against a 2 s interval, for minutes, and a sweep behind
+   * them reported a deletion 28 s past its bound). Not before the present is learned: the Date header and local time
+   * may run ahead of the data (see upstream-present.ts), and a watermark past the data's present hides changes.
+   */
+  coveredAtStart(startedAt: number, headerAt: number | null): number | null {
+    if (!this.loaded || this.present.offset() === null) return null;
+    return this.present.at(startedAt, headerAt);
+  }
+
   /** The watermark a read that saw updated_dates up to `maxSeen` may commit (see cappedWatermark). */
   watermarkOf(maxSeen: number, now: number, headerAt: number | null): number {
     return cappedWatermark(maxSeen, this.present.at(now, headerAt));

@@ -106,8 +106,17 @@ export class SweepIds {
 }
 
 /**
+ * How many times a newest-first sweep's deletions read the listing again down to the oldest candidate: again after a
+ * read that listed some candidates, since others may have moved ahead of its cursor meanwhile (schedule seed 8864:
+ * a burst shown 110 s late moved 14 reviews ahead of a sweep's cursor and 7 of them ahead of the second read's;
+ * shown later than POLL_OVERLAP_MS, no poll nor trailing read listed them, and they were reported deleted).
+ */
+export const MAX_CONFIRMATION_READS = 4;
+
+/**
  * Deletion detection at the end of a complete sweep: a snapshot batch per step; then, after a listing sorted newest
- * first, a read of it again down to the oldest candidate; then a wait for the reads alongside; then the decision.
+ * first, a read of it again down to the oldest candidate (again while such reads list candidates, up to
+ * MAX_CONFIRMATION_READS); then a wait for the reads alongside; then the decision.
  * Listed newest first, a review whose updated_date moves while the sweep pages jumps ahead of its cursor and is not
  * listed: the second read lists every candidate that still exists (a review's updated_date never goes below its
  * entry's) unless it moves again meanwhile, and the polls (and, for a change shown late, the widest trailing reads)
@@ -121,6 +130,9 @@ export class SweepIds {
 export class SweepDeletions {
   private phase: 'scan' | 'reread' | 'wait' = 'scan';
   private pages: AsyncIterator<Page> | null = null;
+  /** Confirmation reads opened, and the candidates left when the last one opened. */
+  private rereads = 0;
+  private unlistedBefore = 0;
   /** Local time the last read of the listing (the sweep's, or the second) ended. */
   private listedAt: number;
 
@@ -145,10 +157,8 @@ export class SweepDeletions {
   async step(): Promise<boolean> {
     if (this.phase === 'scan') {
       if (await this.scan.step()) return true;
-      const since = this.listing.newestFirst ? confirmationSince(this.scan.candidates().map(([, e]) => e)) : null;
-      if (since !== null) this.pages = this.deps.reread(since);
-      this.phase = since === null ? 'wait' : 'reread';
-      if (since !== null) return true;
+      if (this.listing.newestFirst && this.readAgain()) return true;
+      this.phase = 'wait';
       this.awaitReads();
     }
     if (this.phase === 'reread' && this.pages) {
@@ -159,6 +169,10 @@ export class SweepDeletions {
       }
       this.pages = null;
       this.listedAt = this.deps.clock();
+      // A read that found candidates may have missed others that moved again while it paged: read again while
+      // reads find some (issue 48, bursts).
+      const found = this.unlistedBefore - this.scan.candidates().length;
+      if (found > 0 && this.rereads < MAX_CONFIRMATION_READS && this.readAgain()) return true;
       this.phase = 'wait';
       this.awaitReads();
     }
@@ -166,6 +180,18 @@ export class SweepDeletions {
     await this.scan.finish();
     await this.close();
     return false;
+  }
+
+  /** Opens a read of the listing down to the oldest candidate; false without candidates. */
+  private readAgain(): boolean {
+    const candidates = this.scan.candidates();
+    const since = confirmationSince(candidates.map(([, e]) => e));
+    if (since === null) return false;
+    this.unlistedBefore = candidates.length;
+    this.rereads++;
+    this.pages = this.deps.reread(since);
+    this.phase = 'reread';
+    return true;
   }
 
   /** Abandons the detection (closes its snapshot scan and its second read). */

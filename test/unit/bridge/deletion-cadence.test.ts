@@ -16,6 +16,10 @@ class MovedAheadSource implements ReviewSource {
   sweepPages: Page[] = [];
   listingEnded = false;
   pollsSee = true;
+  /** How many of the first reads from an updated_date miss review 7 too (it moved again, ahead of their cursor). */
+  rereadsMissing = 0;
+  /** Reviews the sweep did not list (they moved ahead of its cursor) that every read from an updated_date lists. */
+  alsoMoved: Page['reviews'] = [];
   readonly rereads: number[] = [];
 
   constructor(
@@ -31,7 +35,8 @@ class MovedAheadSource implements ReviewSource {
     else if (kind === 'sweep') {
       this.rereads.push(updatedSince!);
       const listed = this.sweepPages.flatMap((p) => p.reviews).filter((r) => r.updated_date >= updatedSince!);
-      pages = [page([this.moved, ...listed])];
+      const moved = this.rereads.length > this.rereadsMissing ? [this.moved] : [];
+      pages = [page([...moved, ...this.alsoMoved, ...listed])];
     } else pages = [page(this.listingEnded && this.pollsSee ? [this.moved] : [])];
     const full = kind === 'sweep' && updatedSince === undefined;
     const walk = async function* (this: MovedAheadSource): AsyncGenerator<Page> {
@@ -185,8 +190,25 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
       source.sweepPages = [page(listed.slice(5).reverse()), page(listed.slice(0, 5).reverse())];
     });
     expect(deleted).toEqual(['3']);
-    // From the older of the two candidates' stamps (3's).
-    expect(source.rereads).toEqual([review(3).updated_date]);
+    // From the older of the two candidates' stamps (3's); once more, since that read listed a candidate (7).
+    expect(source.rereads).toEqual([review(3).updated_date, review(3).updated_date]);
+  });
+
+  it('reads a newest-first listing again while such reads list candidates: a review that moves twice is kept', async () => {
+    // Issue 48 (bursts, schedule seed 8864): a burst shown 110 s late moved 14 reviews ahead of a sweep's cursor and
+    // 7 of them ahead of the second read's too; no poll nor trailing read looks back that far, and the 7 were
+    // reported deleted. Here the sweep misses 7 and 8, the second read lists 8 but misses 7 again.
+    const { deleted, source } = await sweepPastMoved((source, listed) => {
+      source.pollsSee = false;
+      source.rereadsMissing = 1;
+      source.alsoMoved = listed.filter((r) => r.id === 8);
+      const swept = listed.filter((r) => r.id !== 8);
+      source.sweepPages = [page(swept.slice(4).reverse()), page(swept.slice(0, 4).reverse())];
+    });
+    expect(deleted).toEqual(['3']);
+    // The second read listed a candidate (8), so a third ran and listed 7; a fourth, down to 3's stamp, listed
+    // nothing that was missing, and the decision followed.
+    expect(source.rereads).toEqual([review(3).updated_date, review(3).updated_date, review(3).updated_date]);
   });
 
   /**

@@ -199,6 +199,48 @@ describe('polls on the data clock', () => {
     }
   });
 
+  it('once the present is learned, polls in a quiet spell cover it: they stop reading the last burst again', async () => {
+    // Issue 48's `bursts`: a burst within the lookback floor behind a quiet watermark was read again by every poll
+    // (in the simulation 14 pages against a 2 s interval, for minutes, starving a sweep) until something changed.
+    const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T)], T);
+    const { passes, snapshot, sink, advance } = setup(source);
+    await passes.fullScan(1, signal);
+    // The listing as it stands (the fake serves what is at or past a poll's updated_date).
+    const listing = new Map<number, number>([[1, T - 5_000]]);
+    const tick = async (changes: Array<[number, number]> = []) => {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      for (const [id, date] of changes) listing.set(id, date);
+      source.pagesToServe = [page([...listing].map(([id, date]) => review(id, { updated_date: date })))];
+      source.requests.length = 0;
+      await passes.incremental(1, signal);
+      return source.requests[0]!.updatedSince!;
+    };
+    // Three reviews' changes, each stamped 100 ms before the poll that reads it: the present is learned.
+    for (let i = 2; i <= 4; i++) await tick([[i, source.upstreamTime + 1_000 - 100]]);
+    // A burst of 20 changes within the 100 ms before a poll, then nothing changes.
+    const burst: Array<[number, number]> = [];
+    for (let i = 0; i < 20; i++) burst.push([10 + i, source.upstreamTime + 1_000 - 100 - i * 5]);
+    await tick(burst);
+    const burstEnd = Math.max(...burst.map(([, d]) => d));
+    expect((await snapshot.checkpoint()).watermark).toBe(burstEnd);
+    // The next poll still reads the floor behind the burst (a change of it shown late by up to the floor) and covers
+    // the present at its start, a second past the burst; the one after reads the floor behind that (the burst's
+    // last change only), and from then on polls start past the burst: the watermark follows the present.
+    expect(await tick()).toBe(burstEnd - 1_000);
+    expect(await tick()).toBe(burstEnd);
+    for (let i = 0; i < 5; i++) {
+      const since = await tick();
+      expect(since).toBeGreaterThan(burstEnd);
+      expect((await snapshot.checkpoint()).watermark).toBe(source.upstreamTime - 100);
+    }
+    // A change shown 500 ms after its stamp (within the floor, on time) is read by the next poll, not left for a
+    // trailing read: the watermark covers the present at a poll's start, never more.
+    const published = sink.events.length;
+    await tick([[40, source.upstreamTime + 1_000 - 100 - 500]]);
+    expect(sink.events.slice(published).map((e) => e.subject)).toEqual(['40']);
+  });
+
   it('a change made while a poll paged, behind its position, is read by the next poll and is not late', async () => {
     const source = new ClockedSource([at(page([review(1, { updated_date: T })]), T)], T + 120_000);
     // Local time 10 s past the stamps: the data's clock is not ahead of it, so the present caps no watermark here.
@@ -427,26 +469,29 @@ describe('late changes are no sample of the present', () => {
     };
     // Three ordinary changes: the present is learned, the watermark is on the last.
     for (let i = 2; i <= 4; i++) await tick([review(i, { updated_date: source.upstreamTime + 500 - 100 })]);
-    const watermark = (await snapshot.checkpoint()).watermark!;
-    expect(watermark).toBe(source.upstreamTime - 100);
-    // Polls that find nothing new for a few seconds: the late changes are found well after the watermark's stamp.
+    expect((await snapshot.checkpoint()).watermark).toBe(source.upstreamTime - 100);
+    // Polls that find nothing new for a few seconds cover the present (the data's clock: the header's less 100 ms).
     for (let i = 0; i < 10; i++) await tick([]);
+    const present = () => source.upstreamTime - 100;
+    expect((await snapshot.checkpoint()).watermark).toBe(present());
     let learned = (await metric('poll_lookback_seconds'))!;
     for (let i = 0; i < 10; i++) {
       // 0.9 times the lookback older than the watermark, shown now.
-      const late = review(10 + i, { updated_date: watermark - Math.round(900 * learned) });
+      const covered = (await snapshot.checkpoint()).watermark!;
+      const late = review(10 + i, { updated_date: covered - Math.round(900 * learned) });
       await tick([late]);
       expect(await metric('late_changes_total', 'found_by="poll"')).toBe(i + 1);
       const next = (await metric('poll_lookback_seconds'))!;
       expect(next).toBeGreaterThan(learned);
       learned = next;
-      // The next poll reads from the watermark less the lookback (the fake's polls page in no time), not from a
-      // present the late change pulled back.
+      // The watermark is the present still (the late change pulled it back, it would stay where it was), and the
+      // next poll reads from it less the lookback (the fake's polls page in no time).
+      expect((await snapshot.checkpoint()).watermark).toBe(present());
       source.requests.length = 0;
+      const before = present();
       await tick([late]);
-      expect(source.requests[0]!.updatedSince).toBe(watermark - Math.round(1_000 * learned));
-      await tick([late]);
-      expect((await snapshot.checkpoint()).watermark).toBe(watermark);
+      expect(source.requests[0]!.updatedSince).toBe(before - Math.round(1_000 * learned));
+      expect((await snapshot.checkpoint()).watermark).toBe(present());
     }
     // Ten late changes: the lookback has grown past half a minute.
     expect(learned).toBeGreaterThan(30);
