@@ -76,6 +76,15 @@ export const ON_TIME_BOUND_MS = 6_000;
  */
 export const ON_TIME_LATENESS_MS = 500;
 /**
+ * A version shown late, but within POLL_OVERLAP_MS of its stamp (by the data's clock), is published within this long
+ * of healthy listing (ms): the trailing reads' contract (docs/guarantees.md, freshness: within FRESHNESS_BOUND_MS,
+ * 30 s, of showing while the rate budget carries them), a page of the widest read (up to 0.6 s a page in the
+ * simulation) and a margin for the polls that go first. Later than POLL_OVERLAP_MS: LATE_BOUND_MS (a sweep).
+ */
+export const SHOWN_LATE_BOUND_MS = 45_000;
+/** The simulation's POLL_OVERLAP_MS: how late a change may show and still be the trailing reads' to find. */
+const OVERLAP_MS = Number(SIM_ENV.POLL_OVERLAP_MS);
+/**
  * What only a sweep finds (a deletion, an edit that keeps its updated_date, which polls cannot see) must be
  * published within this long of healthy listing (ms): a sweep interval (60 s) and a sweep.
  */
@@ -382,11 +391,16 @@ function everyVersion(
       const date = versions[i]!.updated_date;
       const shownLate = from[i]! > target.start && date <= present && present - date > ON_TIME_LATENESS_MS;
       const onTime = !silent && broken.length === 0 && from[i]! > target.start && !shownLate;
+      const lateBy = present - date;
       const bound = onTime
         ? ON_TIME_BOUND_MS
-        : silent || broken.length > 0 || shownLate || late.has(versions[i]!)
+        : silent || broken.length > 0
           ? LATE_BOUND_MS
-          : VERSION_BOUND_MS;
+          : shownLate || late.has(versions[i]!)
+            ? from[i]! > target.start && lateBy <= OVERLAP_MS
+              ? SHOWN_LATE_BOUND_MS
+              : LATE_BOUND_MS
+            : VERSION_BOUND_MS;
       const due = dueBy({ from: shown, to }, good, bound);
       if (due === null) continue;
       // A version whose state is the last one published (changes and their undoing, made while the bridge could

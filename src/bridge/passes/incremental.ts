@@ -1,4 +1,5 @@
 import { latenessOf } from '../../core/lookback.js';
+import { movesWatermark } from '../../core/upstream-present.js';
 import type { PagePipeline, PassSummary, PipelineRun } from '../pipeline.js';
 import type { ReviewSource } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
@@ -7,8 +8,8 @@ import { showBounds } from './trailing.js';
 // An incremental poll: every review changed since the watermark less the polls' lookback, through the pipeline.
 // The watermark moves only when the whole poll is committed, to the largest updated_date read: the data's own clock,
 // never the bridge's nor the upstream's Date header (those two may differ from it by minutes), but never past the
-// upstream's present (src/core/upstream-present.ts): a record stamped ahead is read again by each poll until time
-// reaches it, and hides nothing else. A poll that reads nothing newer than the data's present at its start (once
+// upstream's present (src/core/upstream-present.ts): a record stamped past it moves no watermark (movesWatermark), is
+// read again by each poll until time reaches it, and hides nothing else. A poll that reads nothing newer than the data's present at its start (once
 // the bridge has learned it) covers that present: a quiet spell does not make every poll read the last burst again. The lookback is learned from changes that become visible late
 // (src/core/lookback.ts); a change made while the poll paged, behind its position in an unknown sort order, is
 // covered by the next poll starting from where this one started, or from its watermark less its paging time if
@@ -58,7 +59,8 @@ export async function runIncrementalPoll(
     ctx.polls.loaded = learns;
     const newest = summary.newestChange;
     if (learns && newest != null && newest >= lateBefore) {
-      ctx.polls.present.observe(newest, now, summary.newestChangeOf);
+      const ahead = !movesWatermark(newest, ctx.polls.presentCap(now, source.upstreamNow?.() ?? headerAt));
+      ctx.polls.present.observe(newest, now, summary.newestChangeOf, ahead);
     }
     ctx.polls.read(summary.reviews, watermark - ctx.polls.since(covered, startedAt));
     // The density just read prices the trailing tiers' shares; the bounds they hold show after every poll.
@@ -93,7 +95,8 @@ async function poll(
   const since = ctx.polls.since(covered, ctx.clock());
   for await (const page of source.pages({ updatedSince: since, kind: 'incremental', signal })) {
     if (page.upstreamAt != null) pageHeaderAt = page.upstreamAt + (ctx.clock() - page.fetchedAt);
-    for (const r of page.reviews) maxSeen = Math.max(maxSeen, r.updated_date);
+    const cap = ctx.polls.presentCap(ctx.clock(), pageHeaderAt);
+    for (const r of page.reviews) if (movesWatermark(r.updated_date, cap)) maxSeen = Math.max(maxSeen, r.updated_date);
     await run.submit(page);
   }
   const now = ctx.clock();

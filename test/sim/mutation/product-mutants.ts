@@ -285,6 +285,20 @@ export const PRODUCT_MUTANTS: ProductMutant[] = [
     unit: ['test/unit/bridge/poll-lookback.test.ts'],
   },
   {
+    name: 'no-trailing-reads',
+    description:
+      'watermark and lookback: no trailing reads (a change shown late beyond the lookback waits for the next sweep)',
+    edits: [
+      {
+        file: 'src/bridge/passes/poll-state.ts',
+        from: 'trailingTiers({ overlapMs, boundMs, pollIntervalMs })',
+        to: 'trailingTiers({ overlapMs, boundMs: 0, pollIntervalMs })',
+      },
+    ],
+    focus: ['late-visibility'],
+    unit: ['test/unit/bridge/poll-lookback.test.ts'],
+  },
+  {
     name: 'watermark-uncapped',
     description:
       "watermark and lookback: the watermark is not capped by the upstream's present (a stamp ahead hides later changes)",

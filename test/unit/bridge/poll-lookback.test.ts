@@ -335,6 +335,32 @@ describe('polls on the data clock', () => {
     expect(sink.events.map((e) => e.subject)).toContain('3');
   });
 
+  it('local time 103 s ahead of the data, before any sample: a record stamped past it moves no watermark', async () => {
+    // date-header-apart seed 430093: the Date header 54 minutes ahead, the bridge's clock 103 s ahead of the data, a
+    // record stamped 3 minutes ahead found by a poll. The present before three samples is the earliest of header,
+    // local time and samples: local time, 103 s ahead; the record, capped at it, carried the watermark there, and
+    // every honest change after it was left to a sweep.
+    const local = T + 103_000;
+    const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T + 54 * 60_000)], T);
+    source.upstreamTime = T + 54 * 60_000;
+    const { passes, snapshot, sink, advance } = setup(source, 30_000, 0, local);
+    await passes.fullScan(1, signal);
+    const step = async (reviews: Page['reviews']) => {
+      advance(1_000);
+      source.upstreamTime += 1_000;
+      source.pagesToServe = [page(reviews)];
+      await passes.incremental(1, signal);
+    };
+    await step([review(7, { updated_date: T + 180_000 })]);
+    expect(sink.events.map((e) => e.subject)).toContain('7');
+    expect((await snapshot.checkpoint()).watermark).toBeLessThanOrEqual(T);
+    // Honest changes, stamped as the data's clock runs, each shown at once (the record ahead listed too).
+    for (let i = 0; i < 3; i++) {
+      await step([review(7, { updated_date: T + 180_000 }), review(20 + i, { updated_date: T + 1_000 * (i + 2) })]);
+      expect(sink.events.map((e) => e.subject)).toContain(String(20 + i));
+    }
+  });
+
   it('a review stamped ahead and changed by three polls moves the present no further than the others show', async () => {
     // Schedule seed 308: its stamps stay ahead (each a ms past the last) and were three of five samples.
     const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T)], T);

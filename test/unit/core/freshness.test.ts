@@ -146,6 +146,20 @@ describe('cappedWatermark and DataPresent', () => {
   });
 });
 
+describe('finds stamped ahead are no sign that polls see the present', () => {
+  it('a poll finding only records stamped past the present leaves what trailing reads find a sample', () => {
+    // Date-header-apart seed 430093 (traced on branch dha): with the present ahead of the data, polls found only
+    // records stamped further ahead still; counted as on-time finds, they kept trailing finds from correcting it.
+    const p = new DataPresent();
+    p.observe(180_000, 1_000, 'r7', true);
+    // A trailing read begun before that poll ended.
+    expect(p.observeTrailing(-60_000, 500, 3_000, 'r8')).toBe(true);
+    // An on-time find (not ahead) still stops them, as before.
+    p.observe(4_000 - 100, 4_000, 'r9');
+    expect(p.observeTrailing(-60_000, 3_500, 5_000, 'r10')).toBe(false);
+  });
+});
+
 describe('trailingTiers', () => {
   it('at defaults: the widest covers POLL_OVERLAP_MS at the bound, each narrower a quarter at a quarter', () => {
     expect(trailingTiers(DEFAULTS)).toEqual([
