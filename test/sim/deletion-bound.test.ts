@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Review } from '../../src/core/review.js';
-import { checkDeployment, DELETION_BOUND_MS, type Violation } from './checker.js';
+import { checkDeployment, DELETION_BOUND_MS, PAGE_MS, type Violation } from './checker.js';
 import { VirtualClock } from './clock.js';
 import { Deployment } from './deployment.js';
 import { SimKafka } from './kafka.js';
@@ -38,11 +38,11 @@ function world() {
     clock.fireNext();
   };
   let txn = 0;
-  const publish = (topic: string, type: string, sequence: number, data?: unknown): void => {
+  const publish = (topic: string, type: string, sequence: number, data?: unknown, subject = '5'): void => {
     const producer = `p${++txn}`;
     kafka.initProducer(producer);
-    const value = JSON.stringify({ id: `e${txn}`, type, subject: '5', sequence, data });
-    kafka.send(producer, 1, [{ topic, message: { key: '5', value }, bytes: 0 }]);
+    const value = JSON.stringify({ id: `e${txn}`, type, subject, sequence, data });
+    kafka.send(producer, 1, [{ topic, message: { key: subject, value }, bytes: 0 }]);
     kafka.end(producer, true);
   };
   at(1_000);
@@ -51,6 +51,11 @@ function world() {
   upstream.remove(5);
   return {
     upstream,
+    // A review listed from a second before the deletion, and its review.created.
+    listed(other: Review): void {
+      upstream.put(other, START + GONE - 1_000);
+      publish(topics.created, 'review.created', 1, { review: other }, String(other.id));
+    },
     // Review 5 reported deleted `ms` after it went, then the schedule's end.
     reportedAfter(ms: number): Violation | null {
       at(GONE + ms);
@@ -81,6 +86,40 @@ describe('the deletion bound', () => {
       to: START + GONE + 120_000,
     });
     expect(w.reportedAfter(215_000)).toBeNull();
+  });
+
+  it('grows by the paging the listing asks of polls and sweeps, counted from the world', () => {
+    // 40 records listed all along, each read by every poll (no date: like a record stamped ahead) and by every
+    // sweep: a poll pages 8 pages of 5 (5.6 s at PAGE_MS), past its 2 s interval, so a sweep page costs a poll and
+    // a trailing page more (7 s); the largest listing (41 records) is 9 pages, 63 s a sweep. The sweep in flight,
+    // the interval, the next sweep and a poll: 63 + 60 + 63 + 7 = 193 s.
+    expect(PAGE_MS).toBe(700);
+    const paged = () => {
+      const w = world();
+      for (let i = 0; i < 40; i++) {
+        w.upstream.malformedEver.push({ id: 900_001 + i, raw: { id: 900_001 + i }, from: START, to: START + 500_000 });
+      }
+      return w;
+    };
+    expect(paged().reportedAfter(192_000)).toBeNull();
+    expect(paged().reportedAfter(194_000)?.detail).toMatch(/after its bound \(193000 ms once healthy/);
+  });
+
+  it('does not grow with records polls need not read', () => {
+    const w = world();
+    // The same 40 records, stamped a minute before the world starts: sweeps read them, polls do not, and polls
+    // fit their interval: the sweeps keep their pace.
+    for (let i = 0; i < 40; i++) {
+      w.listed({
+        id: 1_000 + i,
+        updated_date: START - 60_000,
+        client_publication_status: 'APPROVED',
+        pwr_publication_status: 'APPROVED',
+        headline: `review ${1_000 + i}`,
+        helpful_votes: 0,
+      });
+    }
+    expect(w.reportedAfter(101_000)?.detail).toMatch(/^review 5 deleted upstream at 30000 ms .* after its bound/);
   });
 
   it('is not held by a record with a readable id', () => {

@@ -9,7 +9,7 @@ import { DELETE_RETENTION_MS, SimKafka } from './kafka.js';
 import { MUTANTS } from './mutants.js';
 import { DEFAULT_FAULTS, planArb, QUIET_TAIL_MS, type Change, type Fault, type FaultClass, type Plan } from './plan.js';
 import { SimRedisServer } from './redis.js';
-import { SimUpstream } from './upstream.js';
+import { PAGE_LATENCY_MS, SimUpstream } from './upstream.js';
 import { World, type TraceLine } from './world.js';
 
 const TXN_TIMEOUT_MS = Number(SIM_ENV.KAFKA_TRANSACTION_TIMEOUT_MS);
@@ -102,7 +102,8 @@ export async function runSchedule(
   const latency = (label: string): number => {
     const [, system, what] = /^(\S+) ?(\S*)/.exec(label) ?? [];
     if (system === 'redis') return 1 + Math.floor(draw() * 3);
-    if (system === 'upstream') return 100 + Math.floor(draw() * 500);
+    if (system === 'upstream')
+      return PAGE_LATENCY_MS.min + Math.floor(draw() * (PAGE_LATENCY_MS.max - PAGE_LATENCY_MS.min));
     if (what === 'init') return 20 + Math.floor(draw() * 40);
     return system === 'kafka' ? 5 + Math.floor(draw() * 20) : 0;
   };

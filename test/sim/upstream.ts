@@ -11,6 +11,12 @@ import type { Actor, World } from './world.js';
 // the HTTP source does), a data clock of its own (an offset from the world's) and a Date header's clock apart from
 // it, and faults (throttling, server errors) while a fault window is open.
 
+/**
+ * How long an upstream page request takes in the world (ms): drawn in [min, max) per request from the schedule's
+ * seed (simulate.ts). The checker's bounds count a poll's and a sweep's paging at the maximum.
+ */
+export const PAGE_LATENCY_MS = { min: 100, max: 600 } as const;
+
 /** How the listing is sorted. */
 export type ListingOrder = 'id-asc' | 'id-desc' | 'updated-asc' | 'updated-desc';
 
@@ -93,6 +99,25 @@ export class SimUpstream {
   /** When a version became (or becomes) visible in the listing (world time). */
   visibleFrom(version: Review): number {
     return this.visibleAt.get(version) ?? 0;
+  }
+
+  /**
+   * The records the listing shows at world time `at` (reviews not yet deleted, with a version visible then, and
+   * records listed malformed under ids of their own), with each one's sort date: null for a record without a
+   * date (listed by every read, polls too). For the checker: how many pages a read takes then.
+   */
+  listedAt(at: number): Array<number | null> {
+    const rows: Array<number | null> = [];
+    for (const [id, versions] of this.history) {
+      const gone = this.deletedAt.get(id);
+      if (gone !== undefined && gone <= at) continue;
+      let shown: Review | undefined;
+      for (let i = versions.length - 1; i >= 0 && !shown; i--)
+        if (this.visibleFrom(versions[i]!) <= at) shown = versions[i];
+      if (shown) rows.push(shown.updated_date);
+    }
+    for (const m of this.malformedEver) if (!this.history.has(m.id) && m.from <= at && m.to > at) rows.push(null);
+    return rows;
   }
 
   /** The listing's records, sorted (reviews and malformed records, each with its sort key). */
