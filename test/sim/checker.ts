@@ -3,6 +3,7 @@ import type { Review } from '../../src/core/review.js';
 import { CHANGELOG_TXN_HEADER, decodeChangelogRecord } from '../../src/core/changelog.js';
 import { DEPLOYMENT_HEADER } from '../../src/core/identity.js';
 import { recordDigest } from '../../src/core/record-digest.js';
+import { PRESENT_MIN_SAMPLES } from '../../src/core/upstream-present.js';
 import { decodeEntry, type SnapshotEntry } from '../../src/core/snapshot-entry.js';
 import { accountKeys } from '../../src/redis/connection.js';
 import { BUCKET_BITS } from '../../src/redis/store-common.js';
@@ -222,7 +223,9 @@ function dueBy(
  * request up to PAGE_MS, and the bounds grow by that paging where it exceeds an interval.
  *
  * What a poll reads at world time t (pollRows): every record the listing shows then stamped at or after the
- * earliest of the bridge's time (the world's) and the data's present, less the reach (reachMs: two intervals and
+ * earliest of the bridge's time (the world's), the data's present and, until three reviews have shown a change after
+ * the start, the Date header's time (date-header-apart: a header behind the data rules the present until then, and
+ * polls read back to it, as docs/guarantees.md says), less the reach (reachMs: two intervals and
  * the lookback's floor, 5 s), and every record without a date. Why that much: no correct poll starts later (its watermark never passes either time), and one whose
  * polls fit their interval starts at most an interval, the last poll's paging (an interval) and the lookback's
  * floor behind it (src/bridge/passes/poll-state.ts, since). A learned lookback (late-visibility) reaches further;
@@ -251,18 +254,46 @@ function dueBy(
 class Paging {
   private events: number[] | null = null;
   private largest: number | null = null;
+  private headerUntil: number | null = null;
 
   constructor(
     private readonly upstream: SimUpstream,
+    /** The schedule's start (world ms): changes before it are the initial load's, no samples. */
+    private readonly start: number,
     private readonly intervalMs: number,
     private readonly sweepIntervalMs: number,
     /** How far behind the present a poll reads (ms): see the class comment. */
     private readonly reachMs: number,
   ) {}
 
+  /**
+   * Until when the Date header may stand for the present (world ms): until three reviews have shown a change with a
+   * new updated_date (or their creation) after the start (src/core/upstream-present.ts: before PRESENT_MIN_SAMPLES reviews are sampled,
+   * the present is the earliest of the header, local time and the samples, and a poll's newest change is its only
+   * sample). The earliest the bridge can have them, so the window never outlasts what the contract allows.
+   */
+  private headerRulesUntil(): number {
+    if (this.headerUntil === null) {
+      const u = this.upstream;
+      const firsts: number[] = [];
+      for (const versions of u.history.values()) {
+        const moved = versions
+          .filter((v, i) => i === 0 || v.updated_date > versions[i - 1]!.updated_date)
+          .map((v) => u.visibleFrom(v))
+          .filter((t) => t > this.start);
+        if (moved.length > 0) firsts.push(Math.min(...moved));
+      }
+      firsts.sort((a, b) => a - b);
+      this.headerUntil = firsts[PRESENT_MIN_SAMPLES - 1] ?? Number.POSITIVE_INFINITY;
+    }
+    return this.headerUntil;
+  }
+
   /** The records a poll reads at world time `at`. */
   private pollRows(at: number): number {
-    const floor = Math.min(at, at + this.upstream.clockOffsetMs) - this.reachMs;
+    const { clockOffsetMs, dateHeaderOffsetMs } = this.upstream;
+    const header = at < this.headerRulesUntil() ? at + clockOffsetMs + dateHeaderOffsetMs : Number.POSITIVE_INFINITY;
+    const floor = Math.min(at, at + clockOffsetMs, header) - this.reachMs;
     return this.upstream.listedAt(at).filter((d) => d === null || d >= floor).length;
   }
 
@@ -449,6 +480,7 @@ export function checkDeployment(target: CheckTarget, stats: CheckStats): Violati
   const good = healthy(target.disturbed, target.start, target.end);
   const paging = new Paging(
     upstream,
+    target.start,
     config.poll.intervalMs,
     config.sweep.intervalMs,
     2 * config.poll.intervalMs + config.poll.lookbackFloorMs,

@@ -107,9 +107,11 @@ export class SweepIds {
 
 /**
  * How many times a newest-first sweep's deletions read the listing again down to the oldest candidate: again after a
- * read that listed some candidates, since others may have moved ahead of its cursor meanwhile (schedule seed 8864:
- * a burst shown 110 s late moved 14 reviews ahead of a sweep's cursor and 7 of them ahead of the second read's;
- * shown later than POLL_OVERLAP_MS, no poll nor trailing read listed them, and they were reported deleted).
+ * read that listed some candidates, or listed other reviews or stamps than the read before it (the first always),
+ * since others may have moved ahead of its cursor meanwhile. Schedule seed 8864: a burst shown 110 s late moved 14
+ * reviews ahead of a sweep's cursor and 7 of them ahead of the second read's; shown later than POLL_OVERLAP_MS, no
+ * poll nor trailing read listed them, and they were reported deleted. Seed 1100546: the one missing review moved
+ * again while the second read paged, which listed none of the missing, and it was reported deleted.
  */
 export const MAX_CONFIRMATION_READS = 4;
 
@@ -133,6 +135,9 @@ export class SweepDeletions {
   /** Confirmation reads opened, and the candidates left when the last one opened. */
   private rereads = 0;
   private unlistedBefore = 0;
+  /** What the confirmation read under way listed (id@updated_date), and what the one before it did (null: none). */
+  private readNow: string[] = [];
+  private readBefore: string | null = null;
   /** Local time the last read of the listing (the sweep's, or the second) ended. */
   private listedAt: number;
 
@@ -165,14 +170,19 @@ export class SweepDeletions {
       const next = await this.pages.next();
       if (!next.done) {
         listAgain(this.listing, next.value);
+        for (const r of next.value.reviews) this.readNow.push(`${r.id}@${r.updated_date}`);
         return true;
       }
       this.pages = null;
       this.listedAt = this.deps.clock();
-      // A read that found candidates may have missed others that moved again while it paged: read again while
-      // reads find some (issue 48, bursts).
+      // A read that found candidates, or listed what the read before did not (reviews moved meanwhile), may have
+      // missed others that moved again while it paged: read again until a read finds none and lists what the one
+      // before it listed (issue 48, bursts).
       const found = this.unlistedBefore - this.scan.candidates().length;
-      if (found > 0 && this.rereads < MAX_CONFIRMATION_READS && this.readAgain()) return true;
+      const listed = this.readNow.sort().join(',');
+      const moved = listed !== this.readBefore;
+      this.readBefore = listed;
+      if ((found > 0 || moved) && this.rereads < MAX_CONFIRMATION_READS && this.readAgain()) return true;
       this.phase = 'wait';
       this.awaitReads();
     }
@@ -188,6 +198,7 @@ export class SweepDeletions {
     const since = confirmationSince(candidates.map(([, e]) => e));
     if (since === null) return false;
     this.unlistedBefore = candidates.length;
+    this.readNow = [];
     this.rereads++;
     this.pages = this.deps.reread(since);
     this.phase = 'reread';

@@ -211,6 +211,20 @@ describe('deletion detection and the poll cadence (fake clock)', () => {
     expect(source.rereads).toEqual([review(3).updated_date, review(3).updated_date, review(3).updated_date]);
   });
 
+  it('reads again after a read that listed none of the missing, until two reads list the same: a review that moved is kept', async () => {
+    // Issue 48 (bursts, schedule seed 1100546): the one review a sweep missed moved again while the second read
+    // paged, so that read listed none of the missing and the decision followed: it was reported deleted.
+    const { deleted, source } = await sweepPastMoved((source, listed) => {
+      source.pollsSee = false;
+      source.rereadsMissing = 1;
+      source.sweepPages = [page(listed.slice(4).reverse()), page(listed.slice(0, 4).reverse())];
+    });
+    expect(deleted).toEqual(['3']);
+    // The first read missed 7 (a first read is always followed by another), the second listed it, the third listed
+    // what the second did and none of the missing.
+    expect(source.rereads).toEqual([review(3).updated_date, review(3).updated_date, review(3).updated_date]);
+  });
+
   /**
    * A sweep of 10 reviews, listed in `order`, that does not list review 3 (gone), with trailing reads of a 10-minute
    * period alongside: the local time the deletion was reported at, the requests made, and when the listing ended.
