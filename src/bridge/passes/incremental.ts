@@ -9,8 +9,9 @@ import { showBounds } from './trailing.js';
 // The watermark moves only when the whole poll is committed, to the largest updated_date read: the data's own clock,
 // never the bridge's nor the upstream's Date header (those two may differ from it by minutes), but never past the
 // upstream's present (src/core/upstream-present.ts): a record stamped past it moves no watermark (movesWatermark), is
-// read again by each poll until time reaches it, and hides nothing else. A poll that reads nothing newer than the data's present at its start (once
-// the bridge has learned it) covers that present: a quiet spell does not make every poll read the last burst again. The lookback is learned from changes that become visible late
+// read again by each poll until time reaches it, and hides nothing else. A poll that reads nothing newer than the
+// data's present at its start (once the bridge has learned it) covers that present: a quiet spell does not make every
+// poll read the last burst again. The lookback is learned from changes that become visible late
 // (src/core/lookback.ts); a change made while the poll paged, behind its position in an unknown sort order, is
 // covered by the next poll starting from where this one started, or from its watermark less its paging time if
 // that is later (PollState.pagedFrom). Polls also run during the

@@ -117,8 +117,8 @@ export const MAX_CONFIRMATION_READS = 4;
 
 /**
  * Deletion detection at the end of a complete sweep: a snapshot batch per step; then, after a listing sorted newest
- * first, a read of it again down to the oldest candidate (again while such reads list candidates, up to
- * MAX_CONFIRMATION_READS); then a wait for the reads alongside; then the decision.
+ * first, a read of it again down to the oldest candidate (again until one lists none of them and what the read
+ * before it listed, up to MAX_CONFIRMATION_READS); then a wait for the reads alongside; then the decision.
  * Listed newest first, a review whose updated_date moves while the sweep pages jumps ahead of its cursor and is not
  * listed: the second read lists every candidate that still exists (a review's updated_date never goes below its
  * entry's) unless it moves again meanwhile, and the polls (and, for a change shown late, the widest trailing reads)
