@@ -96,8 +96,11 @@ export class DataPresent {
     const offset = this.offset();
     // Never past local time: reviews stamped ahead can be most of those that change (schedule seed 6279: all three
     // sampled, 19 minutes to 2 hours ahead, held the present 19 minutes ahead and hid a change of a review stamped 2
-    // minutes ahead). A data clock truly ahead of this host's costs re-reads of that offset, never a change.
-    if (offset !== null) return localNow + Math.min(0, offset);
+    // minutes ahead). A data clock truly ahead of this host's costs re-reads of that offset, never a change. Nor,
+    // when the samples put the data ahead of local time, past the Date header's: local time may itself run ahead of
+    // the data (schedule seed 220: 55 s ahead, every review sampled stamped ahead, and the watermark, at local time,
+    // hid a change stamped 51 s behind it until a trailing read found it).
+    if (offset !== null) return offset <= 0 ? localNow + offset : Math.min(headerAt ?? localNow, localNow);
     // Fewer reviews sampled: the earliest of the header, local time and what they say (see the header comment).
     const before = Math.min(headerAt ?? localNow, localNow);
     return this.samples.size === 0 ? before : Math.min(before, localNow + Math.min(...this.samples.values()));

@@ -146,6 +146,20 @@ describe('cappedWatermark and DataPresent', () => {
   });
 });
 
+describe('samples that put the data ahead of local time', () => {
+  it('leave the present at the earlier of local time and the Date header (local time may run ahead of the data)', () => {
+    // Schedule seed 220: the data's clock 55 s behind local time, the Date header with it, and every review sampled
+    // stamped ahead: the present, capped at local time only, ran 55 s ahead of the data.
+    const p = new DataPresent();
+    for (let i = 0; i < 3; i++) p.observe(600_000 + i, 1_000 + i, `ahead${i}`);
+    expect(p.offset()!).toBeGreaterThan(0);
+    expect(p.at(10_000, 10_000 - 55_000)).toBe(10_000 - 55_000);
+    // Without a header, or with one ahead of local time: local time, as before.
+    expect(p.at(10_000, null)).toBe(10_000);
+    expect(p.at(10_000, 70_000)).toBe(10_000);
+  });
+});
+
 describe('finds stamped ahead are no sign that polls see the present', () => {
   it('a poll finding only records stamped past the present leaves what trailing reads find a sample', () => {
     // Date-header-apart seed 430093 (traced on branch dha): with the present ahead of the data, polls found only
