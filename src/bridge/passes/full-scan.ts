@@ -3,6 +3,7 @@ import type { PagePipeline, PassSummary, PipelineRun } from '../pipeline.js';
 import type { Checkpoint, CheckpointUpdate } from '../../redis/snapshot-store.js';
 import type { Page, ReviewSource } from '../../upstream/types.js';
 import { hasKind } from '../../core/errors.js';
+import { movesWatermark } from '../../core/upstream-present.js';
 import type { PassContext } from './context.js';
 import type { DeletionDeps } from './deletions.js';
 import { ScanCursor, type ScanState } from './scan-cursor.js';
@@ -144,7 +145,12 @@ export async function openFullScan(
  * only old reviews (it is ordered by id, say), and polls would then read the whole account again from there. The
  * upstream's time seeds one-page incremental listings reaching back POLL_OVERLAP_MS, then twice as far each time,
  * until one holds a review (its data's clock may run minutes behind the Date header): at most about 20 requests,
- * once per initial load. Null when there is no upstream time or nothing changed since `floor`.
+ * once per initial load. Its newest stamp no later than the present (movesWatermark, as in polls: a record stamped
+ * ahead is no recent change, and capped at the present it set the watermark there, ahead of the data when local
+ * time runs ahead: date-header-apart seeds 430010, 430087). Null when there is no upstream time, nothing changed
+ * since `floor`, or the first listing holding a review holds only stamps past the present (reaching further back
+ * would find none either when the present is behind the data, as a header behind it makes it: the load's own pages
+ * then set the watermark).
  */
 async function recentChange(
   source: ReviewSource,
@@ -159,7 +165,9 @@ async function recentChange(
     try {
       const first = await pages.next();
       if (!first.done && first.value.reviews.length > 0) {
-        return Math.max(...first.value.reviews.map((r) => r.updated_date));
+        const cap = ctx.polls.presentCap(ctx.clock(), first.value.upstreamAt ?? upstreamAt);
+        const stamps = first.value.reviews.map((r) => r.updated_date).filter((d) => movesWatermark(d, cap));
+        return stamps.length > 0 ? Math.max(...stamps) : null;
       }
     } finally {
       await pages.return?.();

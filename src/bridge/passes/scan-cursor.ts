@@ -1,5 +1,6 @@
 import type { Checkpoint, CheckpointUpdate } from '../../core/checkpoint.js';
 import { progressOf } from '../../core/progress.js';
+import { movesWatermark } from '../../core/upstream-present.js';
 import type { Page } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
 
@@ -27,6 +28,8 @@ export class ScanCursor {
   private lastCommitAt: number;
   /** The largest updated_date read: the watermark of an upstream that sends no time. */
   private maxSeen: number | null = null;
+  /** The largest updated_date read that was no later than the upstream's present then (movesWatermark). */
+  private maxMoving: number | null = null;
   /** Whether the checkpoint has a watermark, so that polls can run alongside. */
   watermarkSet: boolean;
   /** The scan's estimated total (the snapshot's size; none for the initial load of an empty snapshot). */
@@ -56,15 +59,38 @@ export class ScanCursor {
     const setsWatermark = this.setsWatermark;
     scan.cursor = page.nextCursor;
     scan.seen += page.reviews.length + page.rejects.length;
-    for (const review of page.reviews) this.maxSeen = Math.max(this.maxSeen ?? 0, review.updated_date);
+    this.read(page);
     const due = this.ctx.clock() - this.lastCommitAt >= CURSOR_COMMIT_INTERVAL_MS;
     const checkpoint: CheckpointUpdate = { sweep: { ...scan } };
     if (!setsWatermark) return { checkpoint, commitIfUnchanged: due, watermark: null };
-    const seen = Math.max(this.maxSeen ?? 0, recent ?? 0);
-    // Never past the upstream's present: one record stamped ahead on the load's first page would hide every change.
+    // `recent` is a stamp no later than the present: the page's stamps past it do not outweigh it.
+    const seen = recent === null ? this.watermarkSeen() : Math.max(this.maxMoving ?? recent, recent);
     const watermark = this.ctx.polls.watermarkOf(seen, this.ctx.clock(), page.upstreamAt ?? null);
     checkpoint.watermark = watermark;
     return { checkpoint, commitIfUnchanged: true, watermark };
+  }
+
+  /**
+   * Counts a page's stamps. One past the upstream's present moves no watermark (src/core/upstream-present.ts), here
+   * as in polls: capped at the present, it carried the load's first watermark there, and a present itself ahead of
+   * the data (before three reviews are sampled, local time may be) hid every change from polls until the data's
+   * clock reached it (date-header-apart seed 430010: a record stamped an hour ahead, local time 120 s ahead of the
+   * data, every change of the next two minutes found by trailing reads and sweeps only).
+   */
+  private read(page: Page): void {
+    const cap = this.ctx.polls.presentCap(this.ctx.clock(), page.upstreamAt ?? null);
+    for (const review of page.reviews) {
+      this.maxSeen = Math.max(this.maxSeen ?? 0, review.updated_date);
+      if (movesWatermark(review.updated_date, cap)) this.maxMoving = Math.max(this.maxMoving ?? 0, review.updated_date);
+    }
+  }
+
+  /**
+   * The largest stamp read that may set the watermark: one no later than the present when read; when every stamp
+   * read was past it, any of them (watermarkOf caps it at the present: nothing read is older); 0 when none was read.
+   */
+  private watermarkSeen(): number {
+    return this.maxMoving ?? this.maxSeen ?? 0;
   }
 
   /** A page's commit was made: the cursor's interval starts again. */
@@ -97,7 +123,7 @@ export class ScanCursor {
     const update: CheckpointUpdate = { sweep: null, lastSweepAt: this.ctx.clock(), initialDone: true };
     // A load that ended before a first page was committed (an empty listing): the largest updated_date read.
     if (this.scan.kind === 'initial' && !this.watermarkSet) {
-      update.watermark = this.ctx.polls.watermarkOf(this.maxSeen ?? 0, this.ctx.clock(), null);
+      update.watermark = this.ctx.polls.watermarkOf(this.watermarkSeen(), this.ctx.clock(), null);
     }
     return update;
   }

@@ -361,6 +361,26 @@ describe('polls on the data clock', () => {
     }
   });
 
+  it("local time 120 s ahead of the data: a record stamped ahead on the initial load's pages sets no watermark", async () => {
+    // date-header-apart seeds 430010 and 430087: the Date header an hour (29 minutes) ahead, the bridge's clock 120 s
+    // (78 s) ahead of the data, and the load's listing for a recent change found only a record stamped an hour (10
+    // minutes) ahead. Capped at the present (local time, before any sample), it set the first watermark 120 s past
+    // the data's clock, and every change of the next two minutes was left to trailing reads and sweeps.
+    const local = T + 120_000;
+    const header = T + 3_600_000;
+    const first = at(page([review(1, { updated_date: T - 10 }), review(2, { updated_date: T + 3_700_000 })]), header);
+    const source = new ClockedSource([first], header);
+    const { passes, snapshot, sink, advance } = setup(source, 30_000, 0, local);
+    await passes.fullScan(1, signal);
+    expect((await snapshot.checkpoint()).watermark).toBe(T - 10);
+    // An honest change stamped as the data's clock runs, shown at once: the next poll reads it.
+    advance(1_000);
+    source.upstreamTime += 1_000;
+    source.pagesToServe = [page([review(2, { updated_date: T + 3_700_000 }), review(3, { updated_date: T + 1_000 })])];
+    await passes.incremental(1, signal);
+    expect(sink.events.map((e) => e.subject)).toContain('3');
+  });
+
   it('a review stamped ahead and changed by three polls moves the present no further than the others show', async () => {
     // Schedule seed 308: its stamps stay ahead (each a ms past the last) and were three of five samples.
     const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T)], T);
