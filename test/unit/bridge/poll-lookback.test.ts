@@ -83,6 +83,18 @@ function setup(source: FakeSource, overlapMs = 300_000, freshnessBoundMs = 0, st
 
 const at = (p: Page, upstreamAt: number): Page => ({ ...p, upstreamAt });
 
+/** A second later on both clocks, a poll of a listing showing `reviews`. */
+async function pollAfterSecond(
+  bridge: Pick<ReturnType<typeof setup>, 'passes' | 'advance'>,
+  source: ClockedSource,
+  reviews: Page['reviews'],
+): Promise<void> {
+  bridge.advance(1_000);
+  source.upstreamTime += 1_000;
+  source.pagesToServe = [page(reviews)];
+  await bridge.passes.incremental(1, signal);
+}
+
 describe('polls on the data clock', () => {
   it('the initial load and polls take their watermark from the data, not from a Date header 5 minutes ahead', async () => {
     const dataNow = T;
@@ -343,14 +355,10 @@ describe('polls on the data clock', () => {
     const local = T + 103_000;
     const source = new ClockedSource([at(page([review(1, { updated_date: T - 5_000 })]), T + 54 * 60_000)], T);
     source.upstreamTime = T + 54 * 60_000;
-    const { passes, snapshot, sink, advance } = setup(source, 30_000, 0, local);
+    const bridge = setup(source, 30_000, 0, local);
+    const { passes, snapshot, sink } = bridge;
     await passes.fullScan(1, signal);
-    const step = async (reviews: Page['reviews']) => {
-      advance(1_000);
-      source.upstreamTime += 1_000;
-      source.pagesToServe = [page(reviews)];
-      await passes.incremental(1, signal);
-    };
+    const step = (reviews: Page['reviews']) => pollAfterSecond(bridge, source, reviews);
     await step([review(7, { updated_date: T + 180_000 })]);
     expect(sink.events.map((e) => e.subject)).toContain('7');
     expect((await snapshot.checkpoint()).watermark).toBeLessThanOrEqual(T);
