@@ -3,7 +3,6 @@ import type { PagePipeline, PassSummary, PipelineRun } from '../pipeline.js';
 import type { Checkpoint, CheckpointUpdate } from '../../redis/snapshot-store.js';
 import type { Page, ReviewSource } from '../../upstream/types.js';
 import { hasKind } from '../../core/errors.js';
-import { movesWatermark } from '../../core/upstream-present.js';
 import type { PassContext } from './context.js';
 import type { DeletionDeps } from './deletions.js';
 import { ScanCursor, type ScanState } from './scan-cursor.js';
@@ -165,9 +164,7 @@ async function recentChange(
     try {
       const first = await pages.next();
       if (!first.done && first.value.reviews.length > 0) {
-        const cap = ctx.polls.presentCap(ctx.clock(), first.value.upstreamAt ?? upstreamAt);
-        const stamps = first.value.reviews.map((r) => r.updated_date).filter((d) => movesWatermark(d, cap));
-        return stamps.length > 0 ? Math.max(...stamps) : null;
+        return ctx.polls.newestMoving(first.value.reviews, ctx.clock(), first.value.upstreamAt ?? upstreamAt);
       }
     } finally {
       await pages.return?.();

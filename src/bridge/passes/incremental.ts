@@ -96,8 +96,7 @@ async function poll(
   const since = ctx.polls.since(covered, ctx.clock());
   for await (const page of source.pages({ updatedSince: since, kind: 'incremental', signal })) {
     if (page.upstreamAt != null) pageHeaderAt = page.upstreamAt + (ctx.clock() - page.fetchedAt);
-    const cap = ctx.polls.presentCap(ctx.clock(), pageHeaderAt);
-    for (const r of page.reviews) if (movesWatermark(r.updated_date, cap)) maxSeen = Math.max(maxSeen, r.updated_date);
+    maxSeen = Math.max(maxSeen, ctx.polls.newestMoving(page.reviews, ctx.clock(), pageHeaderAt) ?? maxSeen);
     await run.submit(page);
   }
   const now = ctx.clock();

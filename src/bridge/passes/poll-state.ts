@@ -1,7 +1,7 @@
 import { Lookback, type LookbackSettings } from '../../core/lookback.js';
 import { TrailingSchedule, trailingTiers } from '../../core/trailing.js';
 import { allotShares, boundOnShareMs, tierDemandRps, type TrailingLoad } from '../../core/trailing-shares.js';
-import { cappedWatermark, DataPresent } from '../../core/upstream-present.js';
+import { cappedWatermark, DataPresent, movesWatermark } from '../../core/upstream-present.js';
 
 // What incremental polls keep between them in one leadership: the learned lookback (src/core/lookback.ts), the
 // watermarks the last poll started from and committed and how long it paged (the paging allowance), whether polls
@@ -96,6 +96,18 @@ export class PollState {
   coveredAtStart(startedAt: number, headerAt: number | null): number | null {
     if (!this.loaded || this.present.offset() === null) return null;
     return this.present.at(startedAt, headerAt);
+  }
+
+  /**
+   * The newest of a page's reviews' updated_dates that may move a watermark (movesWatermark: none past the present
+   * at local time `now`), or null; polls, the initial load and its search for a recent change all count stamps so.
+   */
+  newestMoving(reviews: ReadonlyArray<{ updated_date: number }>, now: number, headerAt: number | null): number | null {
+    const cap = this.presentCap(now, headerAt);
+    let newest: number | null = null;
+    for (const r of reviews)
+      if (movesWatermark(r.updated_date, cap)) newest = Math.max(newest ?? r.updated_date, r.updated_date);
+    return newest;
   }
 
   /** The watermark a read that saw updated_dates up to `maxSeen` may commit (see cappedWatermark). */

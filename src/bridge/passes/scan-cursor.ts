@@ -1,6 +1,5 @@
 import type { Checkpoint, CheckpointUpdate } from '../../core/checkpoint.js';
 import { progressOf } from '../../core/progress.js';
-import { movesWatermark } from '../../core/upstream-present.js';
 import type { Page } from '../../upstream/types.js';
 import type { PassContext } from './context.js';
 
@@ -28,7 +27,7 @@ export class ScanCursor {
   private lastCommitAt: number;
   /** The largest updated_date read: the watermark of an upstream that sends no time. */
   private maxSeen: number | null = null;
-  /** The largest updated_date read that was no later than the upstream's present then (movesWatermark). */
+  /** The largest updated_date read that was no later than the upstream's present then (PollState.newestMoving). */
   private maxMoving: number | null = null;
   /** Whether the checkpoint has a watermark, so that polls can run alongside. */
   watermarkSet: boolean;
@@ -78,11 +77,9 @@ export class ScanCursor {
    * data, every change of the next two minutes found by trailing reads and sweeps only).
    */
   private read(page: Page): void {
-    const cap = this.ctx.polls.presentCap(this.ctx.clock(), page.upstreamAt ?? null);
-    for (const review of page.reviews) {
-      this.maxSeen = Math.max(this.maxSeen ?? 0, review.updated_date);
-      if (movesWatermark(review.updated_date, cap)) this.maxMoving = Math.max(this.maxMoving ?? 0, review.updated_date);
-    }
+    for (const review of page.reviews) this.maxSeen = Math.max(this.maxSeen ?? 0, review.updated_date);
+    const moving = this.ctx.polls.newestMoving(page.reviews, this.ctx.clock(), page.upstreamAt ?? null);
+    if (moving !== null) this.maxMoving = Math.max(this.maxMoving ?? 0, moving);
   }
 
   /**
