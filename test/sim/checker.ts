@@ -1,6 +1,6 @@
 import type { BridgeConfig } from '../../src/config/config.js';
-import type { Review } from '../../src/core/review.js';
-import { CHANGELOG_TXN_HEADER, decodeChangelogRecord } from '../../src/core/changelog.js';
+import { STATUS_FIELDS, type Review } from '../../src/core/review.js';
+import { CHANGELOG_TXN_HEADER, CHECKPOINT_RECORD_KEY, decodeChangelogRecord } from '../../src/core/changelog.js';
 import { DEPLOYMENT_HEADER } from '../../src/core/identity.js';
 import { recordDigest } from '../../src/core/record-digest.js';
 import { PRESENT_MIN_SAMPLES } from '../../src/core/upstream-present.js';
@@ -223,10 +223,13 @@ function dueBy(
  * request up to PAGE_MS, and the bounds grow by that paging where it exceeds an interval.
  *
  * What a poll reads at world time t (pollRows): every record the listing shows then stamped at or after the
- * earliest of the bridge's time (the world's), the data's present and, until three reviews have shown a change after
- * the start, the Date header's time (date-header-apart: a header behind the data rules the present until then, and
- * polls read back to it, as docs/guarantees.md says), less the reach (reachMs: two intervals and
- * the lookback's floor, 5 s), and every record without a date. Why that much: no correct poll starts later (its watermark never passes either time), and one whose
+ * earliest of the bridge's time (the world's), the data's present and, until the bridge can have sampled three
+ * reviews after its initial load (headerRulesUntil), the Date header's time (date-header-apart: a header behind the
+ * data rules the present until then, and polls read back to it, as docs/guarantees.md says), less the reach
+ * (reachMs: two intervals and the lookback's floor, 5 s), and every record without a date. Until then, too, from no
+ * later than the newest record stamped at or before that present: a quiet spell does not move the watermark past it
+ * (a header 38 minutes behind the data, every record stamped past it, made every poll read the whole listing in
+ * seed 431308). Why that much: no correct poll starts later (its watermark never passes either time), and one whose
  * polls fit their interval starts at most an interval, the last poll's paging (an interval) and the lookback's
  * floor behind it (src/bridge/passes/poll-state.ts, since). A learned lookback (late-visibility) reaches further;
  * the count leaves that out, so it may only undercount the time polls need: the bounds never loosen for it, and
@@ -258,8 +261,11 @@ class Paging {
 
   constructor(
     private readonly upstream: SimUpstream,
-    /** The schedule's start (world ms): changes before it are the initial load's, no samples. */
-    private readonly start: number,
+    /**
+     * When the deployment's initial load was committed done (world ms; +Infinity: never): the bridge samples the
+     * present from no change found before (src/core/upstream-present.ts), so the Date header rules until then.
+     */
+    private readonly loadedAt: number,
     private readonly intervalMs: number,
     private readonly sweepIntervalMs: number,
     /** How far behind the present a poll reads (ms): see the class comment. */
@@ -267,34 +273,72 @@ class Paging {
   ) {}
 
   /**
-   * Until when the Date header may stand for the present (world ms): until three reviews have shown a change with a
-   * new updated_date (or their creation) after the start (src/core/upstream-present.ts: before PRESENT_MIN_SAMPLES reviews are sampled,
-   * the present is the earliest of the header, local time and the samples, and a poll's newest change is its only
-   * sample). The earliest the bridge can have them, so the window never outlasts what the contract allows.
+   * Until when the Date header may stand for the present (world ms): until polls that began after the initial load
+   * ended have found three reviews' on-time changes, one a poll (src/core/upstream-present.ts: before
+   * PRESENT_MIN_SAMPLES reviews are sampled, the present is the earliest of the header, local time and the samples;
+   * a poll samples only its newest creation or status change, no late one, and none while the load runs). Counted
+   * from the world: the first poll begun after the load's end (within a poll cycle of it), then changes of other
+   * reviews shown on time at least a poll cycle apart (two in one poll are one sample). The earliest the bridge can
+   * have them, so the window never outlasts what the contract allows (seeds 430029, 430120, 430187, 430228 of
+   * date-header-apart: counted from the schedule's start, it ended while the load ran, and polls still read the
+   * whole listing).
    */
   private headerRulesUntil(): number {
     if (this.headerUntil === null) {
       const u = this.upstream;
-      const firsts: number[] = [];
-      for (const versions of u.history.values()) {
-        const moved = versions
-          .filter((v, i) => i === 0 || v.updated_date > versions[i - 1]!.updated_date)
-          .map((v) => u.visibleFrom(v))
-          .filter((t) => t > this.start);
-        if (moved.length > 0) firsts.push(Math.min(...moved));
+      const shown: Array<{ at: number; review: number }> = [];
+      for (const [review, versions] of u.history) {
+        versions.forEach((v, i) => {
+          const at = u.visibleFrom(v);
+          // A sample is a creation or a status change: an edit's event says nothing of time (page-metrics.ts).
+          const prev = versions[i - 1];
+          const moved = !prev || (v.updated_date > prev.updated_date && STATUS_FIELDS.some((f) => v[f] !== prev[f]));
+          if (moved && at + u.clockOffsetMs - v.updated_date <= ON_TIME_LATENESS_MS) shown.push({ at, review });
+        });
       }
-      firsts.sort((a, b) => a - b);
-      this.headerUntil = firsts[PRESENT_MIN_SAMPLES - 1] ?? Number.POSITIVE_INFINITY;
+      shown.sort((a, b) => a.at - b.at);
+      const sampled = new Set<number>();
+      let next = this.loadedAt + this.learningCycleMs(this.loadedAt);
+      this.headerUntil = Number.POSITIVE_INFINITY;
+      for (const c of shown) {
+        if (c.at <= next || sampled.has(c.review)) continue;
+        sampled.add(c.review);
+        if (sampled.size === PRESENT_MIN_SAMPLES) {
+          this.headerUntil = c.at;
+          break;
+        }
+        next = c.at + this.learningCycleMs(c.at);
+      }
     }
     return this.headerUntil;
   }
 
+  /** A poll cycle from world time `at` while the header may rule the present: an interval, or the poll's paging. */
+  private learningCycleMs(at: number): number {
+    const rows = this.pollRowsAt(at, true);
+    return Math.max(this.intervalMs, Math.ceil(rows / this.upstream.pageSize) * PAGE_MS) + 2 * PAGE_MS;
+  }
+
   /** The records a poll reads at world time `at`. */
   private pollRows(at: number): number {
+    return this.pollRowsAt(at, at < this.headerRulesUntil());
+  }
+
+  /** The records a poll reads at world time `at`; `learning`: before the bridge has learned the data's present. */
+  private pollRowsAt(at: number, learning: boolean): number {
     const { clockOffsetMs, dateHeaderOffsetMs } = this.upstream;
-    const header = at < this.headerRulesUntil() ? at + clockOffsetMs + dateHeaderOffsetMs : Number.POSITIVE_INFINITY;
-    const floor = Math.min(at, at + clockOffsetMs, header) - this.reachMs;
-    return this.upstream.listedAt(at).filter((d) => d === null || d >= floor).length;
+    const header = learning ? at + clockOffsetMs + dateHeaderOffsetMs : Number.POSITIVE_INFINITY;
+    const listed = this.upstream.listedAt(at);
+    let present = Math.min(at, at + clockOffsetMs, header);
+    // Until the present is learned, a quiet spell leaves the watermark at the newest stamp no later than it: polls
+    // cover the present only once it is learned (PollState.coveredAtStart).
+    if (learning) {
+      let newest = Number.NEGATIVE_INFINITY;
+      for (const d of listed) if (d !== null && d <= present) newest = Math.max(newest, d);
+      present = newest;
+    }
+    const floor = present - this.reachMs;
+    return listed.filter((d) => d === null || d >= floor).length;
   }
 
   /** When what the listing shows grows (a version or a malformed record shown): the count is largest at one of them. */
@@ -480,7 +524,7 @@ export function checkDeployment(target: CheckTarget, stats: CheckStats): Violati
   const good = healthy(target.disturbed, target.start, target.end);
   const paging = new Paging(
     upstream,
-    target.start,
+    initialLoadEnded(target),
     config.poll.intervalMs,
     config.sweep.intervalMs,
     2 * config.poll.intervalMs + config.poll.lookbackFloorMs,
@@ -765,6 +809,30 @@ function redisAgrees(target: CheckTarget): Violation | null {
     if (!folded.has(id)) return v(`review ${id}: Redis holds an entry the changelog does not`);
   }
   return null;
+}
+
+// When the deployment's changelog first committed a checkpoint with its initial load done (world ms; +Infinity:
+// never). The bridge's own commit, not the world's, bounds only when polls may start to sample the present: the
+// load itself is held to the version and deletion bounds like every pass.
+function initialLoadEnded(target: CheckTarget): number {
+  const { config, kafka } = target;
+  const prefix = config.kafka.changelogKeyPrefix ?? config.kafka.keyPrefix ?? '';
+  const mine = config.kafka.identity?.deployment;
+  let at = Number.POSITIVE_INFINITY;
+  for (const r of kafka.committed(config.kafka.topics.changelog)) {
+    if (r.key !== `${prefix}${CHECKPOINT_RECORD_KEY}` || r.value === null) continue;
+    const deployment = r.headers[DEPLOYMENT_HEADER];
+    if (deployment !== undefined && deployment !== mine) continue;
+    let done = false;
+    try {
+      const record = decodeChangelogRecord(CHECKPOINT_RECORD_KEY, Buffer.from(r.value));
+      done = record?.kind === 'checkpoint' && record.checkpoint.initialDone;
+    } catch {
+      // Unreadable: 'Redis equals the changelog' reports it; here it only ends no load.
+    }
+    if (done) at = Math.min(at, committedAt(r));
+  }
+  return at;
 }
 
 // Each committed transaction of the deployment's changelog carries one transaction number (bridge-txn), greater than

@@ -16,12 +16,12 @@ import { World } from './world.js';
 const START = Date.UTC(2026, 10, 27);
 const GONE = 30_000;
 
-function world() {
+function world(dateHeaderOffsetMs = 0) {
   const clock = new VirtualClock(START);
   const w = new World(clock, fc.sample(fc.scheduler(), 1)[0]!, START);
   const kafka = new SimKafka(() => clock.now(), 60_000);
   const redis = new SimRedisServer(() => clock.now());
-  const upstream = new SimUpstream(w, 'id-asc', 5, 0);
+  const upstream = new SimUpstream(w, 'id-asc', 5, 0, dateHeaderOffsetMs);
   const main = new Deployment('main', w, redis, kafka, upstream, { BRIDGE_ACCOUNT: 'acct' }, {}, () => 0.5);
   const topics = main.config.kafka.topics;
   const review: Review = {
@@ -108,7 +108,17 @@ describe('the deletion bound', () => {
   it('does not grow with records polls need not read', () => {
     const w = world();
     // The same 40 records, stamped a minute before the world starts: sweeps read them, polls do not, and polls
-    // fit their interval: the sweeps keep their pace.
+    // fit their interval: the sweeps keep their pace. Polls do not because a record stamped since (one a second
+    // before the deletion) moved the watermark past them: this world never learns the present (no initial load is
+    // committed), and until it does a quiet spell leaves the watermark at the newest record stamped before it.
+    w.listed({
+      id: 2_000,
+      updated_date: START + GONE - 1_000,
+      client_publication_status: 'APPROVED',
+      pwr_publication_status: 'APPROVED',
+      headline: 'review 2000',
+      helpful_votes: 0,
+    });
     for (let i = 0; i < 40; i++) {
       w.listed({
         id: 1_000 + i,
@@ -120,6 +130,31 @@ describe('the deletion bound', () => {
       });
     }
     expect(w.reportedAfter(101_000)?.detail).toMatch(/^review 5 deleted upstream at 30000 ms .* after its bound/);
+  });
+
+  it('grows while a Date header behind the data rules the present, and nothing is stamped before it', () => {
+    // The world above with the header 30 minutes behind the data: no record is stamped at or before the present
+    // the bridge has (the header's time, until three reviews are sampled after an initial load, and none is
+    // committed here), so its watermark stays behind them all and every poll reads the 42 records: 9 pages of 5,
+    // 6.3 s against a 2 s interval; a sweep page costs a poll and a trailing page more (7.7 s), the largest
+    // listing is 9 pages (69.3 s a sweep): 69.3 + 60 + 69.3 + 7.7 = 206.3 s.
+    const behind = () => {
+      const w = world(-30 * 60_000);
+      for (const id of [2_000, ...Array.from({ length: 40 }, (_, i) => 1_000 + i)]) {
+        w.listed({
+          id,
+          updated_date: id === 2_000 ? START + GONE - 1_000 : START - 60_000,
+          client_publication_status: 'APPROVED',
+          pwr_publication_status: 'APPROVED',
+          headline: `review ${id}`,
+          helpful_votes: 0,
+        });
+      }
+      return w;
+    };
+    // In time: the checks go on to the state topic, which this world does not write.
+    expect(behind().reportedAfter(206_000)?.property).toBe('state topic equals the upstream');
+    expect(behind().reportedAfter(207_000)?.detail).toMatch(/after its bound \(206300 ms once healthy/);
   });
 
   it('is not held by a record with a readable id', () => {

@@ -75,8 +75,15 @@ export const PENDING_FIXES: Readonly<Partial<Record<FaultClass, string>>> = {
   // 430029, 430120, 430187, 430228: a header 34-60 minutes behind the data; the checker's paging counts the header
   // until three reviews show a change (0.9-54 s), the bridge until three are sampled after its initial load (which
   // whole-listing polls starve to 65-125 s): 126 s, 187 s, never, never. The checker asks more than the docs promise.
+  // Issue 48's fourth round: the checker's header window now starts at the load's committed end and counts what the
+  // bridge samples (one on-time creation or status change a poll), and a quiet spell before the present is learned
+  // leaves the watermark at the newest stamp below it: the four run clean, and so do 430302, 431308 and 431374 (the
+  // same kind, found by the next 1,000). 1,000 from 432001 and 433001 then: 1 violation, 432332 (newest first, a
+  // header 31 minutes behind, too few changes after the load for the present ever to be learned): every poll, every
+  // confirmation read of the sweep's deletion and every widest trailing read reads the whole listing at a page per
+  // poll, and review 519's deletion waits for a trailing read that ends past the schedule (docs/testing.md).
   'date-header-apart':
-    "seeds 430029, 430120, 430187, 430228: the checker's header window (changes shown during the initial load are no samples), then 1,000 schedules",
+    'seed 432332: a deletion under a present never learned (the checker counts no confirmation or trailing read), then 1,000 schedules',
 };
 
 // bursts: on by default for a while in issue 48's second round, once polls longer than their interval no longer
