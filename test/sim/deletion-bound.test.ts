@@ -1,12 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Review } from '../../src/core/review.js';
+import { MAX_CONFIRMATION_READS } from '../../src/bridge/passes/sweep-deletions.js';
 import { checkDeployment, DELETION_BOUND_MS, PAGE_MS, type Violation } from './checker.js';
 import { VirtualClock } from './clock.js';
 import { Deployment } from './deployment.js';
 import { SimKafka } from './kafka.js';
 import { SimRedisServer } from './redis.js';
-import { SimUpstream } from './upstream.js';
+import { SimUpstream, type ListingOrder } from './upstream.js';
 import { World } from './world.js';
 
 // The checker's deletion bound (property 9): a review gone upstream is reported deleted within DELETION_BOUND_MS of
@@ -16,12 +17,12 @@ import { World } from './world.js';
 const START = Date.UTC(2026, 10, 27);
 const GONE = 30_000;
 
-function world(dateHeaderOffsetMs = 0) {
+function world(dateHeaderOffsetMs = 0, order: ListingOrder = 'id-asc') {
   const clock = new VirtualClock(START);
   const w = new World(clock, fc.sample(fc.scheduler(), 1)[0]!, START);
   const kafka = new SimKafka(() => clock.now(), 60_000);
   const redis = new SimRedisServer(() => clock.now());
-  const upstream = new SimUpstream(w, 'id-asc', 5, 0, dateHeaderOffsetMs);
+  const upstream = new SimUpstream(w, order, 5, 0, dateHeaderOffsetMs);
   const main = new Deployment('main', w, redis, kafka, upstream, { BRIDGE_ACCOUNT: 'acct' }, {}, () => 0.5);
   const topics = main.config.kafka.topics;
   const review: Review = {
@@ -56,11 +57,13 @@ function world(dateHeaderOffsetMs = 0) {
       upstream.put(other, START + GONE - 1_000);
       publish(topics.created, 'review.created', 1, { review: other }, String(other.id));
     },
-    // Review 5 reported deleted `ms` after it went, then the schedule's end.
-    reportedAfter(ms: number): Violation | null {
-      at(GONE + ms);
-      publish(topics.deleted, 'review.deleted', 2);
-      at(GONE + 400_000);
+    // Review 5 reported deleted `ms` after it went (never: null), then the schedule's end.
+    reportedAfter(ms: number | null): Violation | null {
+      if (ms !== null) {
+        at(GONE + ms);
+        publish(topics.deleted, 'review.deleted', 2);
+      }
+      at(GONE + Math.max(400_000, (ms ?? 0) + 100_000));
       const target = { name: 'main', config: main.config, kafka, upstream, redis, disturbed: [], start: START };
       return checkDeployment({ ...target, end: clock.now() }, { events: 0, reviews: 0 });
     },
@@ -72,6 +75,10 @@ describe('the deletion bound', () => {
     expect(DELETION_BOUND_MS).toBe(100_000);
     expect(world().reportedAfter(99_000)).toBeNull();
     expect(world().reportedAfter(101_000)?.detail).toMatch(/^review 5 deleted upstream at 30000 ms .* after its bound/);
+    // Never reported, and due within the schedule (which ends 400 s after the deletion).
+    expect(world().reportedAfter(null)?.detail).toBe(
+      'review 5 is gone upstream and the feed has no review.deleted after seq 1 (due 130000 ms: 100000 ms once healthy)',
+    );
   });
 
   it("counts from the end of the review's own record listed malformed, and of records without a readable id", () => {
@@ -103,6 +110,22 @@ describe('the deletion bound', () => {
     };
     expect(paged().reportedAfter(192_000)).toBeNull();
     expect(paged().reportedAfter(194_000)?.detail).toMatch(/after its bound \(193000 ms once healthy/);
+  });
+
+  it('grows, listed newest first while polls overrun, by the confirmation reads and the widest trailing reads', () => {
+    // The paging above, listed newest first: once its listing is read, the sweep's deletion reads it again up to
+    // MAX_CONFIRMATION_READS times and waits for the rest of the widest trailing read and one more, each of the
+    // largest listing at a page per poll (7 s): 63 + 60 + 63 + 6 * 63 + 7 = 571 s.
+    expect(MAX_CONFIRMATION_READS).toBe(4);
+    const newestFirst = () => {
+      const w = world(0, 'updated-desc');
+      for (let i = 0; i < 40; i++) {
+        w.upstream.malformedEver.push({ id: 900_001 + i, raw: { id: 900_001 + i }, from: START, to: START + 900_000 });
+      }
+      return w;
+    };
+    expect(newestFirst().reportedAfter(570_000)).toBeNull();
+    expect(newestFirst().reportedAfter(572_000)?.detail).toMatch(/after its bound \(571000 ms once healthy/);
   });
 
   it('does not grow with records polls need not read', () => {
