@@ -53,7 +53,8 @@ export type FaultClass = (typeof FAULT_CLASSES)[number];
 export const PENDING_FIXES: Readonly<Partial<Record<FaultClass, string>>> = {};
 
 // date-header-apart: pending until issue 48's fourth round. Seeds 48718 and 48772 (a Date header 37-60 minutes
-// behind the data clock: a deletion never reported, a second review.created) ran clean once the watermark was capped at the upstream's present as the data's clock shows it;
+// behind the data clock: a deletion never reported, a second review.created) ran clean once the watermark was capped
+// at the upstream's present as the data's clock shows it;
 // 230080, 230134 and 61004 (every poll reading an hour back while the header's time was the present) and 330091 (a
 // header an hour ahead, one record stamped 3.7 h ahead) once the present came from three reviews' changes and the
 // header ruled only while earliest (issue 45). 300 schedules from 330001 are clean; 300 from 430001 found one
