@@ -384,19 +384,17 @@ class Paging {
 
   /** When a sweep of the largest listing begun at `at` has listed every page. */
   private sweepEnd(at: number): number {
+    return Math.max(this.readsEnd(at, 1), at + SWEEP_MS);
+  }
+
+  /** When `reads` reads of the largest listing, one after the other from `at`, have listed every page. */
+  private readsEnd(at: number, reads: number): number {
     if (this.largest === null) {
       const times = [0, ...this.eventTimes()];
       this.largest = Math.max(...times.map((t) => this.upstream.listedAt(t).length));
     }
     let t = at;
-    for (let page = 0; page < Math.ceil(this.largest / this.upstream.pageSize); page++) t += this.sweepPageMs(t);
-    return Math.max(t, at + SWEEP_MS);
-  }
-
-  /** When `reads` reads of the largest listing, one after the other from `at`, have listed every page. */
-  private readsEnd(at: number, reads: number): number {
-    let t = at;
-    for (let page = 0; page < reads * Math.ceil(this.largest! / this.upstream.pageSize); page++)
+    for (let page = 0; page < reads * Math.ceil(this.largest / this.upstream.pageSize); page++)
       t += this.sweepPageMs(t);
     return t;
   }
@@ -770,21 +768,27 @@ function stateTopic(target: CheckTarget, notDue: ReadonlySet<number>): Violation
 
 const entryText = (e: SnapshotEntry): string => JSON.stringify(e);
 
+// The key of a changelog record of `target`'s deployment, without the account's prefix; null for another's record
+// (another prefix, or another deployment's header: a legacy record without one counts as ours).
+function ownChangelogKey(target: CheckTarget, r: SimRecord): string | null {
+  const { config } = target;
+  const prefix = config.kafka.changelogKeyPrefix ?? config.kafka.keyPrefix ?? '';
+  if (r.key === null || !r.key.startsWith(prefix)) return null;
+  const deployment = r.headers[DEPLOYMENT_HEADER];
+  if (deployment !== undefined && deployment !== config.kafka.identity?.deployment) return null;
+  return r.key.slice(prefix.length);
+}
+
 // The changelog folded (the last record of each key; a deletion marker removes the entry) equals Redis's snapshot,
 // and its last checkpoint's transaction is the one Redis's checkpoint names.
 function redisAgrees(target: CheckTarget): Violation | null {
   const { config, kafka, redis } = target;
-  const prefix = config.kafka.changelogKeyPrefix ?? config.kafka.keyPrefix ?? '';
-  const mine = config.kafka.identity?.deployment;
   const fold = (records: readonly SimRecord[]): { folded: Map<number, string>; txn: number } => {
     const folded = new Map<number, string>();
     let txn = 0;
     for (const r of records) {
-      if (r.key === null || !r.key.startsWith(prefix)) continue;
-      const deployment = r.headers[DEPLOYMENT_HEADER];
-      if (deployment !== undefined && deployment !== mine) continue;
-      const key = r.key.slice(prefix.length);
-      if (key === MARKER_KEY) continue;
+      const key = ownChangelogKey(target, r);
+      if (key === null || key === MARKER_KEY) continue;
       const value = r.value === null ? null : Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value);
       const record = decodeChangelogRecord(key, value);
       if (record?.kind === 'checkpoint') txn = Math.max(txn, record.checkpoint.txn);
@@ -837,14 +841,9 @@ function redisAgrees(target: CheckTarget): Violation | null {
 // never). The bridge's own commit, not the world's, bounds only when polls may start to sample the present: the
 // load itself is held to the version and deletion bounds like every pass.
 function initialLoadEnded(target: CheckTarget): number {
-  const { config, kafka } = target;
-  const prefix = config.kafka.changelogKeyPrefix ?? config.kafka.keyPrefix ?? '';
-  const mine = config.kafka.identity?.deployment;
   let at = Number.POSITIVE_INFINITY;
-  for (const r of kafka.committed(config.kafka.topics.changelog)) {
-    if (r.key !== `${prefix}${CHECKPOINT_RECORD_KEY}` || r.value === null) continue;
-    const deployment = r.headers[DEPLOYMENT_HEADER];
-    if (deployment !== undefined && deployment !== mine) continue;
+  for (const r of target.kafka.committed(target.config.kafka.topics.changelog)) {
+    if (r.value === null || ownChangelogKey(target, r) !== CHECKPOINT_RECORD_KEY) continue;
     let done = false;
     try {
       const record = decodeChangelogRecord(CHECKPOINT_RECORD_KEY, Buffer.from(r.value));
@@ -864,8 +863,6 @@ function initialLoadEnded(target: CheckTarget): number {
 // and aborted transactions only leave numbers out; the order of those that stay holds.
 function changelogInOrder(target: CheckTarget): Violation | null {
   const { config, kafka } = target;
-  const prefix = config.kafka.changelogKeyPrefix ?? config.kafka.keyPrefix ?? '';
-  const mine = config.kafka.identity?.deployment;
   const v = (detail: string): Violation => ({
     deployment: target.name,
     property: 'changelog transactions in commit order',
@@ -875,9 +872,8 @@ function changelogInOrder(target: CheckTarget): Violation | null {
   const numbers = new Map<SimTxn, { txn: number; seq: number }>();
   for (const r of kafka.committed(config.kafka.topics.changelog)) {
     const header = r.headers[CHANGELOG_TXN_HEADER];
-    if (header === undefined || r.key === null || !r.key.startsWith(prefix)) continue;
-    const deployment = r.headers[DEPLOYMENT_HEADER];
-    if ((deployment !== undefined && deployment !== mine) || r.key.slice(prefix.length) === MARKER_KEY) continue;
+    const key = ownChangelogKey(target, r);
+    if (header === undefined || key === null || key === MARKER_KEY) continue;
     const txn = Number(header);
     const before = numbers.get(r.txn);
     if (before && before.txn !== txn)
